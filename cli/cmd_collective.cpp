@@ -1,0 +1,166 @@
+// `basp collective`: one collective on B concurrent groups, swept over sizes like nccl-tests,
+// predicted by the flow-level simulator. Several --groups values compare Ulysses (1) with BASP (B).
+#include "collective_run.hpp"
+#include "commands.hpp"
+#include "input_error.hpp"
+#include "options.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace basp::cli {
+namespace {
+
+struct CollectiveArgs {
+  TopologyOptions topo;
+  FormatOptions format;
+  std::string op = "alltoall";
+  std::string size, min_size, max_size;
+  double factor = 2.0;
+  std::vector<int> groups{1};
+  std::string placement = "contiguous";
+  int ranks = 0;
+};
+
+struct Row {
+  CollectiveResult r;
+  double size = 0.0;
+  double nic_bytes = 0.0;  // bytes on NIC<->fabric links, both directions
+};
+
+std::vector<double> sizes(const CollectiveArgs& a) {
+  if (!a.size.empty()) {
+    if (!a.min_size.empty() || !a.max_size.empty())
+      throw InputError("", 0, "--size", "give either --size or -b/-e, not both");
+    return {parse_flag_quantity("--size", a.size, Quantity::bytes)};
+  }
+  if (a.min_size.empty() || a.max_size.empty())
+    throw InputError("", 0, "--size", "give --size BYTES, or -b MIN and -e MAX (and -f FACTOR)");
+  const double lo = parse_flag_quantity("-b", a.min_size, Quantity::bytes);
+  const double hi = parse_flag_quantity("-e", a.max_size, Quantity::bytes);
+  if (!(a.factor > 1.0)) throw InputError("", 0, "-f", "the size factor must be > 1");
+  if (!(lo > 0.0) || hi < lo) throw InputError("", 0, "-e", "need 0 < MIN <= MAX");
+  std::vector<double> out;
+  for (double s = lo; s <= hi * (1 + 1e-12); s *= a.factor) out.push_back(s);
+  return out;
+}
+
+nlohmann::ordered_json row_json(const CollectiveArgs& a, const Topology& topo, const Row& row) {
+  const auto& r = row.r;
+  return {{"op", a.op},
+          {"topology", topo.name},
+          {"ranks", r.ranks},
+          {"groups", r.groups},
+          {"group_size", r.group_size},
+          {"placement", a.placement},
+          {"size_bytes", row.size},
+          {"time_s", r.time_s},
+          {"algbw_Bps", r.algbw_Bps},
+          {"busbw_Bps", r.busbw_Bps},
+          {"nic_bytes", row.nic_bytes},
+          {"flows", r.stats.flows},
+          {"events", r.stats.events},
+          {"solves", r.stats.solves},
+          {"wall_s", r.wall_s}};
+}
+
+int run_collective(const CollectiveArgs& a) {
+  const Topology topo = a.topo.load();
+  const auto op = parse_collective_op(a.op);
+  CollectiveSpec spec;
+  spec.op = *op;  // CLI11 checked membership
+  spec.ranks = a.ranks;
+  spec.placement = a.placement == "strided" ? Placement::strided : Placement::contiguous;
+  std::vector<Row> rows;
+  for (double size : sizes(a))
+    for (int g : a.groups) {
+      spec.size_bytes = size;
+      spec.groups = g;
+      Row row{simulate_collective(topo, spec), size, 0.0};
+      for (int id = 0; id < topo.link_count(); ++id)
+        if (topo.link(id).cls == LinkClass::nic) row.nic_bytes += row.r.link_bytes[id];
+      rows.push_back(std::move(row));
+    }
+
+  if (a.format.format() == Format::json) {
+    if (rows.size() == 1) {
+      std::cout << row_json(a, topo, rows[0]).dump(2) << "\n";
+    } else {
+      nlohmann::ordered_json j{{"op", a.op}, {"topology", topo.name}, {"rows", nlohmann::json::array()}};
+      for (const Row& row : rows) j["rows"].push_back(row_json(a, topo, row));
+      std::cout << j.dump(2) << "\n";
+    }
+    return 0;
+  }
+  if (a.format.format() == Format::csv) {
+    std::cout << "op,topology,ranks,groups,group_size,placement,size_bytes,time_s,algbw_Bps,busbw_Bps,"
+                 "nic_bytes,flows,events,solves,wall_s\n";
+    for (const Row& row : rows) {
+      const auto& r = row.r;
+      std::printf("%s,%s,%d,%d,%d,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%llu,%llu,%llu,%.6f\n", a.op.c_str(),
+                  topo.name.c_str(), r.ranks, r.groups, r.group_size, a.placement.c_str(), row.size, r.time_s,
+                  r.algbw_Bps, r.busbw_Bps, row.nic_bytes, (unsigned long long)r.stats.flows,
+                  (unsigned long long)r.stats.events, (unsigned long long)r.stats.solves, r.wall_s);
+    }
+    return 0;
+  }
+  std::printf("# basp collective: %s on %s (%d GPUs: %d nodes x %d, GPU %s), %s placement\n", a.op.c_str(),
+              topo.name.c_str(), static_cast<int>(topo.gpus.size()), topo.nodes, topo.gpus_per_node,
+              topo.gpu_kind.c_str(), a.placement.c_str());
+  std::printf("# routing: ecmp %s, cross-rail %s; software: launch %s, per peer %s\n",
+              topo.routing.ecmp == EcmpMode::split ? "split" : "hash",
+              topo.routing.cross_rail == CrossRail::pxn ? "pxn" : "spine", format_time(topo.software.launch_s).c_str(),
+              format_time(topo.software.per_peer_s).c_str());
+  std::printf("# size: %s (nccl-tests convention); time: entry to the slowest rank's return\n#\n",
+              a.op == "alltoall" || a.op == "reducescatter" ? "per-rank send buffer"
+              : a.op == "allgather"                        ? "per-rank receive buffer"
+                                                           : "per-rank buffer");
+  const bool compare = a.groups.size() > 1;
+  std::printf("#%6s %6s %13s %12s %10s %10s %12s %9s %9s %8s%s\n", "groups", "K", "size", "time", "algbw",
+              "busbw", "nic bytes", "flows", "events", "wall", compare ? " vs first" : "");
+  std::printf("#%6s %6s %13s %12s %10s %10s %12s %9s %9s %8s%s\n", "", "", "(B)", "(us)", "(GB/s)", "(GB/s)",
+              "(B)", "", "", "(s)", compare ? "        " : "");
+  double first_time = 0.0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i].r;
+    if (i % a.groups.size() == 0) first_time = r.time_s;
+    std::printf(" %6d %6d %13.0f %12.3f %10.2f %10.2f %12.4g %9llu %9llu %8.3f", r.groups, r.group_size,
+                rows[i].size, r.time_s * 1e6, r.algbw_Bps / 1e9, r.busbw_Bps / 1e9, rows[i].nic_bytes,
+                (unsigned long long)r.stats.flows, (unsigned long long)r.stats.events, r.wall_s);
+    if (compare) std::printf(" %7.2fx", first_time / r.time_s);
+    std::printf("\n");
+  }
+  std::printf("# %zu rows simulated\n", rows.size());
+  return 0;
+}
+
+}  // namespace
+
+void add_collective_command(CLI::App& app, std::function<int()>& run) {
+  auto a = std::make_shared<CollectiveArgs>();
+  CLI::App* sub = app.add_subcommand("collective", "Simulate one collective on B concurrent groups (nccl-tests style)");
+  a->topo.add_to(*sub, "paper-a100-2x4");
+  a->format.add_to(*sub);
+  sub->add_option("--op", a->op, "Collective: alltoall, allgather, reducescatter, allreduce, sendrecv")
+      ->check(CLI::IsMember({"alltoall", "allgather", "reducescatter", "allreduce", "sendrecv"}))
+      ->capture_default_str();
+  sub->add_option("--size", a->size, "Size per rank with unit (64MiB, 1GB; nccl-tests convention)");
+  sub->add_option("-b,--minbytes", a->min_size, "Smallest size of a sweep");
+  sub->add_option("-e,--maxbytes", a->max_size, "Largest size of a sweep");
+  sub->add_option("-f,--stepfactor", a->factor, "Size multiplication factor of a sweep")->capture_default_str();
+  sub->add_option("--groups,-g", a->groups,
+                  "B: groups of K = ranks/B (1 = one global group, Ulysses); a list compares, e.g. 1,2")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--placement", a->placement, "Group membership: contiguous (g*K..g*K+K-1) or strided (rank mod B)")
+      ->check(CLI::IsMember({"contiguous", "strided"}))
+      ->capture_default_str();
+  sub->add_option("--ranks", a->ranks, "Ranks taking part (the first ones); 0 = every GPU")->capture_default_str();
+  sub->callback([a, &run] { run = [a] { return run_collective(*a); }; });
+}
+
+}  // namespace basp::cli

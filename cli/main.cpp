@@ -1,0 +1,33 @@
+// The `basp` command: subcommands registered here, user-input errors mapped to exit code 2 and
+// failed runs to 1, in this one place.
+#include "commands.hpp"
+#include "input_error.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  CLI::App app{"basp: predict, measure and explain sequence-parallel attention communication"};
+  app.require_subcommand(1);
+  std::function<int()> run;
+  basp::cli::add_topo_command(app, run);
+  basp::cli::add_collective_command(app, run);
+  try {
+    app.parse(argc, argv);
+    return run();
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  } catch (const basp::InputError& e) {
+    std::cerr << "basp: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "basp: failed: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,44 @@
+// Shared command-line options. Overrides are only set when the user gave the flag, so the
+// topology file's own values stay the single place defaults live.
+#include "options.hpp"
+
+#include "input_error.hpp"
+
+namespace basp::cli {
+
+void TopologyOptions::add_to(CLI::App& app, const std::string& default_topology) {
+  topology = default_topology;
+  app.add_option("--topology,-t", topology, "Shipped topology name (topologies/NAME.yaml) or a YAML file")
+      ->capture_default_str();
+  app.add_option("--nodes", overrides.nodes, "Override the number of nodes (template topologies)");
+  app.add_option("--oversubscription", overrides.oversubscription,
+                 "Override the leaf down:up capacity ratio (leaf-spine and rail fabrics)");
+  app.add_option("--nodes-per-leaf", overrides.nodes_per_leaf, "Override the nodes under one leaf (per rail)");
+  app.add_option("--spines", overrides.spines, "Override the number of spine switches");
+  app.add_option("--ecmp", ecmp, "Equal-cost paths: split (evenly) or hash (one path per flow)")
+      ->check(CLI::IsMember({"split", "hash"}));
+  app.add_option("--cross-rail", cross_rail,
+                 "Rail fabrics: pxn (NVLink to the destination's rail first, NCCL's default) or spine")
+      ->check(CLI::IsMember({"pxn", "spine"}));
+}
+
+Topology TopologyOptions::load() const {
+  TopologyOverrides o = overrides;
+  if (!ecmp.empty()) o.ecmp = ecmp == "split" ? EcmpMode::split : EcmpMode::hash;
+  if (!cross_rail.empty()) o.cross_rail = cross_rail == "pxn" ? CrossRail::pxn : CrossRail::spine;
+  return load_topology(topology, o);
+}
+
+void FormatOptions::add_to(CLI::App& app) {
+  auto* j = app.add_flag("--json", json, "Print one JSON object on stdout");
+  auto* c = app.add_flag("--csv", csv, "Print CSV with a header row");
+  j->excludes(c);
+}
+
+double parse_flag_quantity(const std::string& flag, const std::string& text, Quantity kind) {
+  auto v = parse_quantity(text, kind);
+  if (!v) throw InputError("", 0, flag, "'" + text + "' is not " + quantity_examples(kind));
+  return *v;
+}
+
+}  // namespace basp::cli

@@ -1,0 +1,32 @@
+// Command-line pieces shared by the subcommands: topology selection and overrides, quantities
+// with units, output format. One table of options both validates input and prints help.
+#pragma once
+
+#include "topology_file.hpp"
+#include "units.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace basp::cli {
+
+struct TopologyOptions {
+  std::string topology;
+  TopologyOverrides overrides;
+  std::string ecmp, cross_rail;
+  void add_to(CLI::App& app, const std::string& default_topology);
+  Topology load() const;
+};
+
+enum class Format { table, json, csv };
+struct FormatOptions {
+  bool json = false, csv = false;
+  void add_to(CLI::App& app);
+  Format format() const { return json ? Format::json : csv ? Format::csv : Format::table; }
+};
+
+// Parses a flag's value with units; InputError naming the flag otherwise.
+double parse_flag_quantity(const std::string& flag, const std::string& text, Quantity kind);
+
+}  // namespace basp::cli

@@ -1,0 +1,33 @@
+// One collective call on B concurrent groups, simulated on its own: the unit behind
+// `basp collective`, the benches and the calibration of link parameters.
+#pragma once
+
+#include "collectives.hpp"
+#include "engine.hpp"
+#include "topology.hpp"
+
+#include <vector>
+
+namespace basp {
+
+struct CollectiveSpec {
+  CollectiveOp op = CollectiveOp::alltoall;
+  double size_bytes = 0.0;  // nccl-tests convention, see add_collective
+  int ranks = 0;            // ranks taking part (the first ones); 0: every GPU
+  int groups = 1;
+  Placement placement = Placement::contiguous;
+};
+
+struct CollectiveResult {
+  int ranks = 0, groups = 0, group_size = 0;
+  double time_s = 0.0;      // entry at 0 to the last member's return (the slowest group)
+  double algbw_Bps = 0.0;   // size / time
+  double busbw_Bps = 0.0;   // algbw · the op's bus factor for the group size
+  RunStats stats;
+  double wall_s = 0.0;      // host time to build and simulate
+  std::vector<double> link_bytes;  // by link id
+};
+
+CollectiveResult simulate_collective(const Topology& topo, const CollectiveSpec& spec);
+
+}  // namespace basp

@@ -1,0 +1,168 @@
+// The event loop: advance all transferring flows to the next event time, process every event of
+// that batch (finishes, then ready successors and pending starts), re-solve rates once per batch.
+#include "engine.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+
+namespace basp {
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double batch_tolerance = 1e-9;  // relative: events this close in time are simultaneous
+
+bool later(const std::pair<double, TaskId>& a, const std::pair<double, TaskId>& b) {
+  return a.first != b.first ? a.first > b.first : a.second > b.second;
+}
+
+}  // namespace
+
+Engine::Engine(std::vector<double> capacity)
+    : capacity_(std::move(capacity)), link_bytes_(capacity_.size(), 0.0), solver_(capacity_.size()) {}
+
+TaskId Engine::add_delay(double duration_s) {
+  const auto id = static_cast<TaskId>(kind_.size());
+  kind_.push_back(Kind::delay);
+  duration_.push_back(duration_s);
+  flow_of_.push_back(0);
+  return id;
+}
+
+TaskId Engine::add_flow(std::span<const Hop> hops, double bytes, double wait_s, std::uint32_t multiplicity) {
+  const auto id = static_cast<TaskId>(kind_.size());
+  kind_.push_back(Kind::flow);
+  duration_.push_back(wait_s);
+  flow_of_.push_back(static_cast<std::uint32_t>(paths_.size()));
+  paths_.push_back({static_cast<std::uint32_t>(hops_.size()), static_cast<std::uint32_t>(hops.size()),
+                    multiplicity});
+  hops_.insert(hops_.end(), hops.begin(), hops.end());
+  bytes_.push_back(bytes);
+  task_of_.push_back(id);
+  for (const Hop& h : hops) link_bytes_[h.link] += bytes * h.share * multiplicity;
+  return id;
+}
+
+void Engine::depends(TaskId task, TaskId on) { deps_.push_back({on, task}); }
+
+void Engine::make_ready(TaskId t, double now) {
+  ready_[t] = now;
+  heap_.push_back({now + duration_[t], t});
+  std::push_heap(heap_.begin(), heap_.end(), later);
+}
+
+void Engine::finish(TaskId t, double now) {
+  finish_[t] = now;
+  ++stats_.events;
+  for (std::uint32_t k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k)
+    if (--preds_left_[succ_[k]] == 0) make_ready(succ_[k], now);
+}
+
+void Engine::solve_rates() {
+  ++stats_.solves;
+  solver_.solve(capacity_, hops_, active_paths_, rate_);
+#ifdef BASP_CHECK_INVARIANTS
+  check_invariants();
+#endif
+}
+
+void Engine::check_invariants() const {
+  std::vector<double> load(capacity_.size(), 0.0);
+  for (std::size_t i = 0; i < active_.size(); ++i) {
+    const FlowPath& f = active_paths_[i];
+    if (!(rate_[i] > 0.0)) throw std::logic_error("engine: a transferring flow has no rate");
+    for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
+      load[hops_[h].link] += rate_[i] * hops_[h].share * f.multiplicity;
+  }
+  for (std::size_t l = 0; l < load.size(); ++l)
+    if (load[l] > capacity_[l] * (1.0 + 1e-6)) throw std::logic_error("engine: a link is over capacity");
+}
+
+RunStats Engine::run() {
+  if (ran_) throw std::logic_error("Engine::run called twice");
+  ran_ = true;
+  const std::size_t tasks = kind_.size();
+  ready_.assign(tasks, inf);
+  finish_.assign(tasks, inf);
+  preds_left_.assign(tasks, 0);
+  succ_begin_.assign(tasks + 1, 0);
+  for (auto [on, task] : deps_) {
+    ++preds_left_[task];
+    ++succ_begin_[on + 1];
+  }
+  for (std::size_t t = 0; t < tasks; ++t) succ_begin_[t + 1] += succ_begin_[t];
+  succ_.resize(deps_.size());
+  {
+    std::vector<std::uint32_t> cursor(succ_begin_.begin(), succ_begin_.end() - 1);
+    for (auto [on, task] : deps_) succ_[cursor[on]++] = task;
+  }
+  deps_.clear();
+  deps_.shrink_to_fit();
+  stats_.flows = paths_.size();
+
+  for (TaskId t = 0; t < tasks; ++t)
+    if (preds_left_[t] == 0) make_ready(t, 0.0);
+
+  double now = 0.0;
+  double next_finish = inf;  // absolute time the first transferring flow completes
+  while (!heap_.empty() || !active_.empty()) {
+    const double next_pending = heap_.empty() ? inf : heap_.front().first;
+    const double next = std::min(next_pending, next_finish);
+    const double tol = batch_tolerance * std::max(next, 1e-12);
+    const double dt = next - now;
+    now = next;
+    ++stats_.batches;
+    bool changed = false;
+
+    // Advance every transferring flow; those done by now (within tolerance) finish.
+    for (std::size_t i = 0; i < active_.size();) {
+      if (remaining_[i] <= rate_[i] * (dt + tol)) {
+        const std::uint32_t f = active_[i];
+        const std::size_t last = active_.size() - 1;
+        active_[i] = active_[last];
+        active_paths_[i] = active_paths_[last];
+        remaining_[i] = remaining_[last];
+        rate_[i] = rate_[last];
+        active_.pop_back();
+        active_paths_.pop_back();
+        remaining_.pop_back();
+        rate_.pop_back();
+        finish(task_of_[f], now);
+        changed = true;
+        continue;
+      }
+      remaining_[i] -= rate_[i] * dt;
+      ++i;
+    }
+    // Pending starts and delay ends of this batch, including those made ready by it.
+    while (!heap_.empty() && heap_.front().first <= now + tol) {
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      const TaskId t = heap_.back().second;
+      heap_.pop_back();
+      if (kind_[t] == Kind::flow && bytes_[flow_of_[t]] > 0.0) {
+        ++stats_.events;
+        const std::uint32_t f = flow_of_[t];
+        active_.push_back(f);
+        active_paths_.push_back(paths_[f]);
+        remaining_.push_back(bytes_[f]);
+        rate_.push_back(0.0);
+        changed = true;
+      } else {
+        finish(t, now);
+      }
+    }
+    if (changed && !active_.empty()) solve_rates();
+    next_finish = inf;
+    for (std::size_t i = 0; i < active_.size(); ++i)
+      next_finish = std::min(next_finish, now + remaining_[i] / rate_[i]);
+  }
+  stats_.end_s = now;
+  for (TaskId t = 0; t < tasks; ++t)
+    if (!(finish_[t] < inf)) throw std::logic_error("engine: a task never finished (dependency cycle)");
+  return stats_;
+}
+
+}  // namespace basp

@@ -1,0 +1,210 @@
+// Shortest-path routing with equal-cost multipath (split evenly, or hashed per flow and hop) and
+// NCCL's cross-rail rule (PXN). Per-destination distance fields are reused while the destination stays.
+#include "routing.hpp"
+
+#include "input_error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <queue>
+
+namespace basp {
+namespace {
+
+constexpr double unreached = std::numeric_limits<double>::infinity();
+constexpr double reference_bytes = 1048576.0;
+
+bool tight(double du, double w, double dv) {
+  return std::abs(du - (w + dv)) <= 1e-12 * std::max(1.0, std::abs(du));
+}
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finalizer: a stable, well-spread hash
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Router::Router(const Topology& topo) : topo_(topo) {
+  const Graph& g = topo.graph;
+  const std::size_t n = boost::num_vertices(g);
+  cost_.resize(topo.link_count());
+  for (int id = 0; id < topo.link_count(); ++id) {
+    const Link& l = topo.link(id);
+    cost_[id] = l.latency_s + reference_bytes / l.capacity_Bps;
+  }
+  for (Field& f : fields_) f.dist.assign(n, unreached);
+
+  // Scale-up domains: GPUs joined through NVSwitches, PCIe switches and host bridges.
+  domain_.assign(n, -1);
+  int domains = 0;
+  for (VertexId start : topo.gpus) {
+    if (domain_[start] >= 0) continue;
+    std::deque<VertexId> todo{start};
+    domain_[start] = domains;
+    while (!todo.empty()) {
+      VertexId u = todo.front();
+      todo.pop_front();
+      if (u != start && !may_transit(u, Transit::scale_up)) continue;
+      for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+        VertexId v = boost::target(*e, g);
+        const VertexKind k = g[v].kind;
+        if (domain_[v] >= 0 || k == VertexKind::nic || k == VertexKind::fabric_switch) continue;
+        domain_[v] = domains;
+        todo.push_back(v);
+      }
+    }
+    ++domains;
+  }
+
+  // PXN proxies: for each node and rail, the first GPU of the node whose NIC sits on that rail.
+  proxy_.assign(topo.nodes > 0 ? g[topo.gpus.back()].node + 1 : 0, {});
+  for (VertexId gpu : topo.gpus) {
+    const int nic = g[gpu].nic;
+    if (nic < 0) continue;
+    auto& rails = proxy_[g[gpu].node];
+    const int rail = g[nic].rail;
+    if (static_cast<int>(rails.size()) <= rail) rails.resize(rail + 1, ~VertexId(0));
+    if (rails[rail] == ~VertexId(0)) rails[rail] = gpu;
+  }
+}
+
+bool Router::may_transit(VertexId v, Transit transit) const {
+  const VertexKind k = topo_.graph[v].kind;
+  switch (transit) {
+    case Transit::scale_up: return k == VertexKind::nvswitch || k == VertexKind::pcie || k == VertexKind::host;
+    case Transit::local: return k == VertexKind::pcie || k == VertexKind::host;
+    case Transit::fabric: return k == VertexKind::fabric_switch;
+  }
+  return false;
+}
+
+void Router::distances_to(VertexId to, Transit transit) {
+  Field& f = fields_[static_cast<int>(transit)];
+  if (f.to == to) return;
+  for (VertexId v : f.touched) f.dist[v] = unreached;
+  f.touched.clear();
+  f.to = to;
+  const Graph& g = topo_.graph;
+  using Item = std::pair<double, VertexId>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+  f.dist[to] = 0.0;
+  f.touched.push_back(to);
+  heap.push({0.0, to});
+  while (!heap.empty()) {
+    auto [d, v] = heap.top();
+    heap.pop();
+    if (d > f.dist[v]) continue;
+    if (v != to && !may_transit(v, transit)) continue;  // endpoints are reached, never passed through
+    for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
+      const VertexId u = boost::source(*e, g);
+      const double du = d + cost_[g[*e].id];
+      if (du < f.dist[u]) {
+        if (f.dist[u] == unreached) f.touched.push_back(u);
+        f.dist[u] = du;
+        heap.push({du, u});
+      }
+    }
+  }
+}
+
+const Router::Segment& Router::segment(VertexId from, VertexId to, Transit transit) {
+  const std::uint64_t key = (std::uint64_t(from) << 34) ^ (std::uint64_t(to) << 2) ^ std::uint64_t(transit);
+  if (auto it = segments_.find(key); it != segments_.end()) return it->second;
+  distances_to(to, transit);
+  const Field& f = fields_[static_cast<int>(transit)];
+  const Graph& g = topo_.graph;
+  if (f.dist[from] == unreached) {
+    const char* how = transit == Transit::fabric ? "over the fabric" : transit == Transit::local ? "over PCIe" : "over NVLink/PCIe";
+    throw InputError(topo_.source, 0, "", "no route from " + g[from].name + " to " + g[to].name + " " + how);
+  }
+
+  // The shortest-path DAG from `from`, in order of decreasing distance (a topological order).
+  Segment s;
+  std::vector<VertexId> order{from};
+  std::unordered_map<VertexId, double> paths_to{{from, 1.0}}, latency_to{{from, 0.0}};
+  std::unordered_map<VertexId, bool> seen{{from, true}};
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const VertexId u = order[i];
+    if (u == to) continue;
+    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+      const VertexId v = boost::target(*e, g);
+      if (f.dist[v] == unreached || !(v == to || may_transit(v, transit))) continue;
+      if (!tight(f.dist[u], cost_[g[*e].id], f.dist[v])) continue;
+      s.dag.push_back({u, v, g[*e].id});
+      if (seen.emplace(v, true).second) order.push_back(v);
+    }
+  }
+  std::stable_sort(s.dag.begin(), s.dag.end(),
+                   [&](const DagEdge& a, const DagEdge& b) { return f.dist[a.from] > f.dist[b.from]; });
+  // Paths from `from` to each vertex, and to `to` from each vertex: share = to[u]·from[v]/total.
+  std::unordered_map<VertexId, double> paths_from{{to, 1.0}};
+  for (const DagEdge& e : s.dag) {
+    paths_to[e.to] += paths_to[e.from];
+    latency_to[e.to] = std::max(latency_to[e.to], latency_to[e.from] + topo_.link(e.link).latency_s);
+  }
+  for (auto it = s.dag.rbegin(); it != s.dag.rend(); ++it) paths_from[it->from] += paths_from[it->to];
+  const double total = paths_to[to];
+  for (const DagEdge& e : s.dag) {
+    const double share = paths_to[e.from] * paths_from[e.to] / total;
+    if (share > 0.0) s.split.push_back({e.link, static_cast<float>(share)});
+  }
+  s.latency_s = latency_to[to];
+  s.single = total == 1.0;
+  return segments_.emplace(key, std::move(s)).first->second;
+}
+
+void Router::append(const Segment& s, std::uint64_t salt, double& latency_s) {
+  if (s.single || topo_.routing.ecmp == EcmpMode::split) {
+    hops_.insert(hops_.end(), s.split.begin(), s.split.end());
+    latency_s += s.latency_s;
+    return;
+  }
+  // Hashed ECMP: each hop picks one of its equal-cost next links from the flow's hash, as switches do.
+  VertexId u = s.dag.front().from;
+  std::size_t i = 0;
+  while (i < s.dag.size()) {
+    while (i < s.dag.size() && s.dag[i].from != u) ++i;
+    std::size_t j = i;
+    while (j < s.dag.size() && s.dag[j].from == u) ++j;
+    if (i == j) break;
+    const DagEdge& e = s.dag[i + mix(salt ^ (std::uint64_t(u) * 0x100000001b3ULL)) % (j - i)];
+    hops_.push_back({e.link, 1.0f});
+    latency_s += topo_.link(e.link).latency_s;
+    u = e.to;
+    i = 0;
+  }
+}
+
+RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
+  hops_.clear();
+  double latency = 0.0;
+  const Graph& g = topo_.graph;
+  const VertexId s = topo_.gpus[src_rank], d = topo_.gpus[dst_rank];
+  if (s == d) return {hops_, 0.0};
+  salt = mix(salt ^ mix((std::uint64_t(src_rank) << 32) | std::uint32_t(dst_rank)));
+  if (domain_[s] == domain_[d]) {
+    append(segment(s, d, Transit::scale_up), salt, latency);
+    return {hops_, latency};
+  }
+  const VertexId nic_d = g[d].nic;
+  VertexId proxy = s;
+  if (topo_.rail_optimized && topo_.routing.cross_rail == CrossRail::pxn &&
+      g[g[s].nic].rail != g[nic_d].rail) {
+    const auto& rails = proxy_[g[s].node];
+    const int rail = g[nic_d].rail;
+    if (rail < static_cast<int>(rails.size()) && rails[rail] != ~VertexId(0)) proxy = rails[rail];
+  }
+  if (proxy != s) append(segment(s, proxy, Transit::scale_up), salt, latency);
+  const VertexId nic_s = g[proxy].nic;
+  append(segment(proxy, nic_s, Transit::local), salt, latency);
+  append(segment(nic_s, nic_d, Transit::fabric), salt, latency);
+  append(segment(nic_d, d, Transit::local), salt, latency);
+  return {hops_, latency};
+}
+
+}  // namespace basp

@@ -1,0 +1,62 @@
+// Routes between ranks as NCCL would take them: the NVLink/PCIe scale-up path when one exists,
+// else out through a NIC (on rail fabrics first over NVLink to the destination's rail: PXN).
+#pragma once
+
+#include "topology.hpp"
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace basp {
+
+// A link on a flow's path and the fraction of the flow's bytes it carries (1 on a single path,
+// 1/k on each of k equal-cost paths when ECMP splits evenly).
+struct Hop {
+  int link;
+  float share;
+};
+
+struct RouteView {
+  std::span<const Hop> hops;
+  double latency_s;  // sum of link latencies along the path (the longest one when split)
+};
+
+// Shortest paths with link cost = latency + time to move 1 MiB (fast links first); paths of equal
+// cost are equal-cost multipaths. Segments are cached, so a Router must outlive the views it returns.
+class Router {
+ public:
+  explicit Router(const Topology& topo);
+
+  // The route from rank src to rank dst. `salt` varies the hashed ECMP choice between flows of the
+  // same pair (e.g. channels). The view is valid until the next call.
+  RouteView route(int src_rank, int dst_rank, std::uint64_t salt = 0);
+
+ private:
+  enum class Transit : std::uint8_t { scale_up, local, fabric };
+  struct DagEdge { VertexId from, to; int link; };
+  struct Segment {
+    std::vector<DagEdge> dag;  // every link of every shortest path, from the source outwards
+    std::vector<Hop> split;    // the even split over those paths
+    double latency_s = 0.0;    // longest path latency
+    bool single = true;        // exactly one shortest path
+  };
+
+  const Segment& segment(VertexId from, VertexId to, Transit transit);
+  void distances_to(VertexId to, Transit transit);
+  bool may_transit(VertexId v, Transit transit) const;
+  void append(const Segment& s, std::uint64_t salt, double& latency_s);
+
+  const Topology& topo_;
+  std::vector<double> cost_;            // routing cost by link id
+  std::vector<int> domain_;             // scale-up domain of each vertex (-1: none)
+  std::vector<std::vector<VertexId>> proxy_;  // [node][rail] -> a GPU of that node whose NIC has that rail
+  // Scratch distance fields, one per transit class, valid for the destination they were made for.
+  struct Field { std::vector<double> dist; std::vector<VertexId> touched; VertexId to = ~VertexId(0); };
+  Field fields_[3];
+  std::unordered_map<std::uint64_t, Segment> segments_;
+  std::vector<Hop> hops_;
+};
+
+}  // namespace basp

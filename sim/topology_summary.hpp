@@ -1,0 +1,33 @@
+// What `basp topo` reports about a topology: device and link counts, per-GPU injection bandwidth,
+// bisection bandwidth (max-flow between the two halves of the ranks) and example routes.
+#pragma once
+
+#include "topology.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace basp {
+
+struct ExampleRoute {
+  std::string label;     // "intra-node", "inter-node", ...
+  int src_rank = 0, dst_rank = 0;
+  std::string path;      // vertex names; ECMP alternatives shown as {a|b}
+  double latency_s = 0.0;
+  double bottleneck_Bps = 0.0;  // smallest capacity / share along the path
+};
+
+struct TopologySummary {
+  int gpus = 0, nodes = 0, gpus_per_node = 0;
+  std::map<std::string, int> vertices_by_kind;
+  std::map<std::string, std::pair<int, double>> links_by_class;  // count, total capacity (B/s)
+  double scale_up_Bps_per_gpu = 0.0;   // NVLink/PCIe out of one GPU
+  double scale_out_Bps_per_gpu = 0.0;  // NIC->fabric capacity of a node / its GPUs
+  double bisection_Bps = 0.0;          // first half of the ranks -> second half, one direction
+  std::vector<ExampleRoute> routes;
+};
+
+TopologySummary summarize(const Topology& topo);
+
+}  // namespace basp

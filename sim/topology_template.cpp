@@ -1,0 +1,168 @@
+// Expands a node kind × fabric template into devices and links. Names are stable and
+// human-readable (n3.gpu5, rail2.leaf0, spine1) because reports and --dot show them.
+#include "topology_template.hpp"
+
+#include "input_error.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace basp {
+namespace {
+
+std::string node_name(int n, const std::string& what) { return "n" + std::to_string(n) + "." + what; }
+
+struct NodeDevices {
+  std::vector<VertexId> gpus, nics;
+};
+
+NodeDevices build_node(Topology& topo, const TopologyTemplate& t, int n,
+                       std::vector<VertexId>& domain_switches) {
+  const NodeTemplate& nt = t.node;
+  NodeDevices d;
+  for (int i = 0; i < nt.gpus; ++i)
+    d.gpus.push_back(add_vertex(topo, {node_name(n, "gpu" + std::to_string(i)), VertexKind::gpu, n}));
+
+  // Host bridges and PCIe switches: GPUs and NICs are spread evenly over the switches, switches
+  // evenly over the sockets.
+  std::vector<VertexId> hosts, switches;
+  for (int s = 0; s < nt.sockets; ++s)
+    hosts.push_back(add_vertex(topo, {node_name(n, "cpu" + std::to_string(s)), VertexKind::host, n}));
+  for (int a = 0; a < nt.sockets; ++a)
+    for (int b = a + 1; b < nt.sockets; ++b)
+      add_duplex(topo, hosts[a], hosts[b], nt.inter_socket_Bps, nt.inter_socket_latency_s,
+                 LinkClass::host);
+  for (int s = 0; s < nt.pcie_switches; ++s) {
+    VertexId sw = add_vertex(topo, {node_name(n, "pcie" + std::to_string(s)), VertexKind::pcie, n});
+    add_duplex(topo, sw, hosts[s * nt.sockets / nt.pcie_switches], nt.pcie_uplink_Bps,
+               nt.pcie_latency_s, LinkClass::pcie);
+    switches.push_back(sw);
+  }
+  auto pcie_parent = [&](int index, int count) {
+    if (switches.empty()) return hosts[index * nt.sockets / count];
+    return switches[index * nt.pcie_switches / count];
+  };
+  for (int i = 0; i < nt.gpus; ++i)
+    add_duplex(topo, d.gpus[i], pcie_parent(i, nt.gpus), nt.pcie_Bps, nt.pcie_latency_s,
+               LinkClass::pcie);
+  for (int j = 0; j < nt.nics; ++j) {
+    Vertex nic{node_name(n, "nic" + std::to_string(j)), VertexKind::nic, n};
+    nic.rail = j;
+    d.nics.push_back(add_vertex(topo, nic));
+    add_duplex(topo, d.nics[j], pcie_parent(j, nt.nics), nt.pcie_Bps, nt.pcie_latency_s,
+               LinkClass::pcie);
+  }
+  for (int i = 0; i < nt.gpus && nt.nics > 0; ++i) {
+    const int j = nt.nic_of_gpu.empty() ? i * nt.nics / nt.gpus : nt.nic_of_gpu[i];
+    topo.graph[d.gpus[i]].nic = static_cast<int>(d.nics[j]);
+  }
+
+  switch (nt.kind) {
+    case NodeKind::nvswitch: {
+      // One switch vertex per NVLink domain; each GPU's port is its own pair of links.
+      const int domain = n / nt.domain_nodes;
+      if (static_cast<int>(domain_switches.size()) <= domain) {
+        const std::string name = nt.domain_nodes == 1 ? node_name(n, "nvswitch")
+                                                      : "domain" + std::to_string(domain) + ".nvswitch";
+        domain_switches.push_back(
+            add_vertex(topo, {name, VertexKind::nvswitch, nt.domain_nodes == 1 ? n : -1}));
+      }
+      for (VertexId g : d.gpus)
+        add_duplex(topo, g, domain_switches[domain], nt.nvlink_Bps, nt.nvlink_latency_s,
+                   LinkClass::nvlink);
+      break;
+    }
+    case NodeKind::nvlink_mesh:
+      for (int a = 0; a < nt.gpus; ++a)
+        for (int b = a + 1; b < nt.gpus; ++b)
+          add_duplex(topo, d.gpus[a], d.gpus[b], nt.nvlink_Bps, nt.nvlink_latency_s, LinkClass::nvlink);
+      break;
+    case NodeKind::pcie: break;
+  }
+  return d;
+}
+
+void build_fabric(Topology& topo, const TopologyTemplate& t, const std::vector<NodeDevices>& nodes) {
+  const FabricTemplate& f = t.fabric;
+  const double link_Bps = f.link_Bps > 0.0 ? f.link_Bps : t.node.nic_Bps;
+  switch (f.kind) {
+    case FabricKind::none: return;
+    case FabricKind::single_switch: {
+      VertexId sw = add_vertex(topo, {"switch", VertexKind::fabric_switch});
+      for (const NodeDevices& d : nodes)
+        for (VertexId nic : d.nics) add_duplex(topo, nic, sw, link_Bps, f.latency_s, LinkClass::nic);
+      return;
+    }
+    case FabricKind::leaf_spine:
+    case FabricKind::rail: {
+      // Leaves: one per group of nodes_per_leaf nodes (per rail on rail fabrics). Each leaf joins
+      // every spine with one trunk of (down capacity)/(oversubscription · spines): in the fluid
+      // model a trunk of parallel cables carrying an even split is one link of their sum.
+      const bool rail = f.kind == FabricKind::rail;
+      const int groups = (t.nodes + f.nodes_per_leaf - 1) / f.nodes_per_leaf;
+      const int rails = rail ? t.node.nics : 1;
+      const int nics_per_leaf_node = rail ? 1 : t.node.nics;
+      std::vector<VertexId> leaves;
+      for (int r = 0; r < rails; ++r)
+        for (int g = 0; g < groups; ++g)
+          leaves.push_back(add_vertex(
+              topo, {rail ? "rail" + std::to_string(r) + ".leaf" + std::to_string(g)
+                          : "leaf" + std::to_string(g),
+                     VertexKind::fabric_switch}));
+      for (int n = 0; n < t.nodes; ++n)
+        for (int j = 0; j < t.node.nics; ++j) {
+          const int r = rail ? j : 0;
+          add_duplex(topo, nodes[n].nics[j], leaves[r * groups + n / f.nodes_per_leaf], link_Bps,
+                     f.latency_s, LinkClass::nic);
+        }
+      if (leaves.size() == 1) return;
+      const double down_Bps = double(f.nodes_per_leaf) * nics_per_leaf_node * link_Bps;
+      const double trunk_Bps = down_Bps / (f.oversubscription * f.spines);
+      for (int s = 0; s < f.spines; ++s) {
+        VertexId spine = add_vertex(topo, {"spine" + std::to_string(s), VertexKind::fabric_switch});
+        for (VertexId leaf : leaves) add_duplex(topo, leaf, spine, trunk_Bps, f.latency_s, LinkClass::fabric);
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+Topology build_topology(const TopologyTemplate& t) {
+  const NodeTemplate& nt = t.node;
+  auto bad = [&](const std::string& field, const std::string& what) {
+    throw InputError(t.source, 0, field, what);
+  };
+  if (t.nodes < 1) bad("nodes", "must be >= 1");
+  if (nt.gpus < 1) bad("node.gpus", "must be >= 1");
+  if (nt.kind == NodeKind::nvswitch && t.nodes % nt.domain_nodes != 0)
+    bad("node.nvlink.domain_nodes", std::to_string(t.nodes) + " nodes do not fill whole NVLink domains of " +
+                                        std::to_string(nt.domain_nodes) + " nodes");
+  if (!nt.nic_of_gpu.empty() && static_cast<int>(nt.nic_of_gpu.size()) != nt.gpus)
+    bad("node.nics.affinity", "must list one NIC index per GPU (" + std::to_string(nt.gpus) + ")");
+  for (int j : nt.nic_of_gpu)
+    if (j < 0 || j >= nt.nics) bad("node.nics.affinity", "NIC index " + std::to_string(j) + " does not exist");
+  const bool scale_up_spans_all = nt.kind == NodeKind::nvswitch && nt.domain_nodes == t.nodes;
+  if (t.fabric.kind == FabricKind::none && t.nodes > 1 && !scale_up_spans_all)
+    bad("fabric.kind", "'none' joins no nodes, but there are " + std::to_string(t.nodes) +
+                           " nodes: use single-switch, leaf-spine or rail");
+  if (t.fabric.kind != FabricKind::none && nt.nics < 1)
+    bad("node.nics.count", "a fabric needs at least one NIC per node");
+
+  Topology topo;
+  topo.name = t.name;
+  topo.source = t.source;
+  topo.gpu_kind = t.gpu_kind;
+  topo.software = t.software;
+  topo.routing = t.routing;
+  topo.rail_optimized = t.fabric.kind == FabricKind::rail;
+  std::vector<NodeDevices> nodes;
+  std::vector<VertexId> domain_switches;
+  for (int n = 0; n < t.nodes; ++n) nodes.push_back(build_node(topo, t, n, domain_switches));
+  build_fabric(topo, t, nodes);
+  finalize_topology(topo);
+  return topo;
+}
+
+}  // namespace basp

@@ -1,0 +1,56 @@
+// The parameterised cluster shapes a topology file can name (node kinds × fabrics) and the
+// builder that expands one into devices and links. Every field is documented in topologies/README.md.
+#pragma once
+
+#include "topology.hpp"
+
+#include <string>
+#include <vector>
+
+namespace basp {
+
+enum class NodeKind { nvswitch, nvlink_mesh, pcie };
+enum class FabricKind { none, single_switch, leaf_spine, rail };
+
+struct NodeTemplate {
+  NodeKind kind = NodeKind::nvswitch;
+  int gpus = 8;
+  double nvlink_Bps = 0.0;          // nvswitch: per GPU port and direction; mesh: per GPU pair and direction
+  double nvlink_latency_s = 0.0;    // per hop
+  int domain_nodes = 1;             // nvswitch: nodes sharing one NVLink switch domain (GB200 NVL72: 18)
+  double pcie_Bps = 0.0;            // GPU<->switch and NIC<->switch, per direction
+  double pcie_latency_s = 0.0;
+  int pcie_switches = 1;            // 0: GPUs and NICs hang off the host bridges directly
+  double pcie_uplink_Bps = 0.0;     // switch<->host bridge
+  int sockets = 1;
+  double inter_socket_Bps = 0.0;    // e.g. UPI / xGMI, per direction
+  double inter_socket_latency_s = 0.0;
+  int nics = 0;
+  double nic_Bps = 0.0;             // NIC<->fabric, per direction
+  std::vector<int> nic_of_gpu;      // NIC index used by each GPU; empty: GPU i -> i*nics/gpus
+};
+
+struct FabricTemplate {
+  FabricKind kind = FabricKind::none;
+  double link_Bps = 0.0;            // 0: same as the NIC
+  double latency_s = 0.0;           // per hop
+  int nodes_per_leaf = 1;           // leaf-spine and rail: nodes under one leaf (per rail)
+  double oversubscription = 1.0;    // leaf down-capacity : up-capacity
+  int spines = 1;
+};
+
+struct TopologyTemplate {
+  std::string name;
+  std::string source;               // file, for error messages
+  std::string gpu_kind;
+  int nodes = 1;
+  NodeTemplate node;
+  FabricTemplate fabric;
+  SoftwareCosts software;
+  RoutingOptions routing;
+};
+
+// Expands the template into devices and links, then finalizes (checks and derived fields).
+Topology build_topology(const TopologyTemplate& t);
+
+}  // namespace basp

@@ -1,0 +1,175 @@
+// Strict reading of YAML mappings with file:line:field errors.
+// yaml-cpp marks are 0-based; people count lines from 1.
+#include "yaml_fields.hpp"
+
+#include "input_error.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace basp {
+
+YamlFields::YamlFields(YAML::Node node, std::string file, std::string path)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {
+  if (!node_.IsMap())
+    throw InputError(file_, node_.Mark().line + 1, path_, "must be a mapping of fields");
+}
+
+bool YamlFields::has(const std::string& key) const { return bool(node_[key]); }
+
+void YamlFields::fail(const std::string& key, const std::string& what) const {
+  YAML::Node v = node_[key];
+  const int line = (v ? v.Mark().line : node_.Mark().line) + 1;
+  throw InputError(file_, line, field(key), what);
+}
+
+YAML::Node YamlFields::required(const std::string& key) {
+  read_.insert(key);
+  YAML::Node v = node_[key];
+  if (!v) fail(key, "is required");
+  return v;
+}
+
+std::string YamlFields::text(const std::string& key, std::optional<std::string> fallback) {
+  read_.insert(key);
+  if (!has(key)) {
+    if (fallback) return *fallback;
+    fail(key, "is required");
+  }
+  YAML::Node v = node_[key];
+  if (!v.IsScalar()) fail(key, "must be a text value");
+  return v.Scalar();
+}
+
+std::string YamlFields::choice(const std::string& key, std::initializer_list<const char*> allowed,
+                               std::optional<std::string> fallback) {
+  std::string value = text(key, fallback);
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return value;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  fail(key, "'" + value + "' is not allowed; use one of: " + list);
+}
+
+long YamlFields::integer(const std::string& key, long min, long max, std::optional<long> fallback) {
+  read_.insert(key);
+  if (!has(key)) {
+    if (fallback) return *fallback;
+    fail(key, "is required");
+  }
+  const std::string s = text(key);
+  std::size_t used = 0;
+  long value = 0;
+  try {
+    value = std::stol(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size()) fail(key, "'" + s + "' is not a whole number");
+  if (value < min || value > max)
+    fail(key, std::to_string(value) + " is out of range [" + std::to_string(min) + ", " +
+                  std::to_string(max) + "]");
+  return value;
+}
+
+double YamlFields::number(const std::string& key, double min, double max,
+                          std::optional<double> fallback) {
+  read_.insert(key);
+  if (!has(key)) {
+    if (fallback) return *fallback;
+    fail(key, "is required");
+  }
+  const std::string s = text(key);
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size() || !std::isfinite(value)) fail(key, "'" + s + "' is not a number");
+  if (value < min || value > max) {
+    std::ostringstream msg;
+    msg << value << " is out of range [" << min << ", " << max << "]";
+    fail(key, msg.str());
+  }
+  return value;
+}
+
+double YamlFields::quantity(const std::string& key, Quantity kind, std::optional<double> fallback) {
+  read_.insert(key);
+  if (!has(key)) {
+    if (fallback) return *fallback;
+    fail(key, "is required (" + quantity_examples(kind) + ")");
+  }
+  const std::string s = text(key);
+  auto value = parse_quantity(s, kind);
+  if (!value) fail(key, "'" + s + "' is not " + quantity_examples(kind));
+  return *value;
+}
+
+bool YamlFields::boolean(const std::string& key, std::optional<bool> fallback) {
+  const std::string s = text(key, fallback ? std::optional<std::string>(*fallback ? "true" : "false")
+                                           : std::nullopt);
+  if (s == "true") return true;
+  if (s == "false") return false;
+  fail(key, "'" + s + "' is not true or false");
+}
+
+std::vector<long> YamlFields::integers(const std::string& key, long min, long max) {
+  YAML::Node v = required(key);
+  if (!v.IsSequence()) fail(key, "must be a list of whole numbers");
+  std::vector<long> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string s = v[i].IsScalar() ? v[i].Scalar() : "";
+    std::size_t used = 0;
+    long value = 0;
+    try {
+      value = std::stol(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != s.size() || value < min || value > max)
+      throw InputError(file_, v[i].Mark().line + 1, field(key) + "[" + std::to_string(i) + "]",
+                       "'" + s + "' is not a whole number in [" + std::to_string(min) + ", " +
+                           std::to_string(max) + "]");
+    out.push_back(value);
+  }
+  return out;
+}
+
+YamlFields YamlFields::map(const std::string& key) { return YamlFields(required(key), file_, field(key)); }
+
+std::vector<YamlFields> YamlFields::maps(const std::string& key) {
+  YAML::Node v = required(key);
+  if (!v.IsSequence()) fail(key, "must be a list of mappings");
+  std::vector<YamlFields> out;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out.emplace_back(v[i], file_, field(key) + "[" + std::to_string(i) + "]");
+  return out;
+}
+
+void YamlFields::reject_unknown() const {
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    if (read_.count(key)) continue;
+    std::string known;
+    for (const auto& k : read_) known += (known.empty() ? "" : ", ") + k;
+    throw InputError(file_, it->first.Mark().line + 1, field(key),
+                     "unknown field (known here: " + known + ")");
+  }
+}
+
+YAML::Node load_yaml_file(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError(file, 0, "", "cannot open the file");
+  try {
+    return YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw InputError(file, e.mark.line + 1, "", "not valid YAML: " + e.msg);
+  }
+}
+
+}  // namespace basp
