@@ -1,0 +1,105 @@
+// The `basp` command as users run it: exit codes (0 ok, 2 bad input), one clear message naming
+// file, line and field, and JSON that parses and holds the documented keys.
+#include "helpers.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <sys/wait.h>
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Run basp_cli(const std::string& args) {
+  Run r;
+  const std::string cmd = std::string(BASP_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cli: help and a default run succeed") {
+  CHECK(basp_cli("--help").code == 0);
+  CHECK(basp_cli("collective --help").code == 0);
+  const Run r = basp_cli("collective --size 1MiB --groups 1,2");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("algbw"));
+}
+
+TEST_CASE("cli: --json prints one object with the documented keys") {
+  const Run r = basp_cli("collective --topology dgx-h100 --nodes 2 --op alltoall --size 64MiB --groups 2 --json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"op", "ranks", "groups", "group_size", "placement", "size_bytes", "time_s", "algbw_Bps",
+                          "busbw_Bps", "flows", "events", "wall_s"})
+    CHECK(j.contains(key));
+  CHECK(j["ranks"] == 16);
+  CHECK(j["group_size"] == 8);
+  const Run t = basp_cli("topo --topology gb200-nvl72 --json");
+  REQUIRE(t.code == 0);
+  CHECK(nlohmann::json::parse(t.out)["gpus"] == 72);
+}
+
+TEST_CASE("cli: a bad topology field exits 2 naming file - line and field") {
+  basp::test::TempFile f(R"(name: bad
+gpu: H100-SXM
+nodes: 2
+node:
+  kind: nvswitch
+  gpus: 8
+  nvlink:
+    bandwidth: 450 GBs
+    latency: 1 us
+  pcie: {bandwidth: 64 GB/s, latency: 1 us}
+  nics: {count: 8, bandwidth: 400 Gb/s}
+fabric: {kind: single-switch, latency: 1 us}
+)");
+  const Run r = basp_cli("topo --topology " + f.path);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains(f.path + ":8:"));
+  CHECK_THAT(r.out, Catch::Contains("node.nvlink.bandwidth"));
+  CHECK_THAT(r.out, Catch::Contains("450 GBs"));
+}
+
+TEST_CASE("cli: impossible requests exit 2 with one clear message") {
+  const Run groups = basp_cli("collective --size 1MiB --groups 3");
+  CHECK(groups.code == 2);
+  CHECK_THAT(groups.out, Catch::Contains("--groups"));
+  const Run unit = basp_cli("collective --size 64MiBs");
+  CHECK(unit.code == 2);
+  CHECK_THAT(unit.out, Catch::Contains("--size"));
+  const Run name = basp_cli("topo --topology no-such-cluster");
+  CHECK(name.code == 2);
+  CHECK_THAT(name.out, Catch::Contains("dgx-h100"));  // lists what is shipped
+  CHECK(basp_cli("collective --size 1MiB --op broadcast").code == 2);
+  CHECK(basp_cli("collective --size 1MiB --nodes 0 --topology dgx-h100").code == 2);
+  CHECK(basp_cli("frobnicate").code == 2);
+}
+
+TEST_CASE("cli: the same input gives the same output") {
+  const std::string args = "collective --topology dgx-h100 --nodes 4 -b 1MiB -e 16MiB -f 4 --groups 1,4 --csv";
+  auto strip_wall = [](std::string s) {  // the wall_s column is measured, not simulated
+    std::string out;
+    std::size_t start = 0;
+    while (start < s.size()) {
+      std::size_t end = s.find('\n', start);
+      std::string line = s.substr(start, end - start);
+      out += line.substr(0, line.rfind(',')) + "\n";
+      start = end == std::string::npos ? s.size() : end + 1;
+    }
+    return out;
+  };
+  CHECK(strip_wall(basp_cli(args).out) == strip_wall(basp_cli(args).out));
+}

@@ -1,0 +1,90 @@
+// Routes as NCCL takes them: NVLink inside a node, the GPU's own NIC out of it, PXN across rails
+// (or the spines when told), and equal-cost spine paths split evenly or hashed per flow.
+#include "routing.hpp"
+#include "topology_file.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+using namespace basp;
+
+namespace {
+std::vector<std::string> path_names(const Topology& t, const RouteView& r) {
+  std::vector<std::string> names;
+  for (const Hop& h : r.hops) names.push_back(t.graph[t.link(h.link).to].name);
+  return names;
+}
+}  // namespace
+
+TEST_CASE("intra-node traffic stays on NVLink") {
+  const Topology t = load_topology("dgx-h100", {.nodes = 2});
+  Router router(t);
+  const RouteView r = router.route(0, 5);
+  CHECK(path_names(t, r) == std::vector<std::string>{"n0.nvswitch", "n0.gpu5"});
+  CHECK(r.latency_s == Approx(2e-6));
+}
+
+TEST_CASE("PXN: cross-rail traffic first crosses NVLink to the GPU on the destination's rail") {
+  const Topology t = load_topology("dgx-h100", {.nodes = 2});
+  Router router(t);
+  // rank 0 (n0.gpu0, rail 0) -> rank 13 (n1.gpu5, rail 5)
+  CHECK(path_names(t, router.route(0, 13)) ==
+        std::vector<std::string>{"n0.nvswitch", "n0.gpu5", "n0.pcie2", "n0.nic5", "rail5.leaf0", "n1.nic5",
+                                 "n1.pcie2", "n1.gpu5"});
+}
+
+TEST_CASE("cross-rail via the spines when PXN is off") {
+  const Topology t = load_topology("dgx-h100", {.nodes = 2, .ecmp = EcmpMode::hash, .cross_rail = CrossRail::spine});
+  Router router(t);
+  const auto names = path_names(t, router.route(0, 13));
+  REQUIRE(names.size() == 8);
+  CHECK(names[0] == "n0.pcie0");
+  CHECK(names[2] == "rail0.leaf0");
+  CHECK(names[3].rfind("spine", 0) == 0);
+  CHECK(names[4] == "rail5.leaf0");
+}
+
+TEST_CASE("ECMP split: a spine-crossing flow puts 1/S of its bytes on each of S spines") {
+  // Each node on its own leaf, so same-rail traffic must cross a spine (16 of them).
+  const Topology t = load_topology("dgx-h100", {.nodes = 2, .nodes_per_leaf = 1});
+  Router router(t);
+  const RouteView r = router.route(0, 8);
+  std::map<std::string, double> share_into;
+  for (const Hop& h : r.hops) share_into[t.graph[t.link(h.link).to].name] += h.share;
+  int spines = 0;
+  for (const auto& [name, share] : share_into)
+    if (name.rfind("spine", 0) == 0) {
+      ++spines;
+      CHECK(share == Approx(1.0 / 16));
+    }
+  CHECK(spines == 16);
+  CHECK(share_into["rail0.leaf1"] == Approx(1.0));
+}
+
+TEST_CASE("ECMP hash: one path per flow - spread over the spines - stable across runs") {
+  const Topology t = load_topology("dgx-h100", {.nodes = 4, .nodes_per_leaf = 1, .ecmp = EcmpMode::hash});
+  Router router(t);
+  std::set<std::string> used;
+  std::vector<std::string> first;
+  for (int dst = 8; dst < 32; ++dst)
+    for (std::uint64_t salt = 0; salt < 4; ++salt) {
+      const auto names = path_names(t, router.route(0, dst, salt));
+      for (const Hop& h : router.route(0, dst, salt).hops) CHECK(h.share == 1.0f);
+      for (const auto& n : names)
+        if (n.rfind("spine", 0) == 0) used.insert(n);
+      if (dst == 8 && salt == 0) first = names;
+    }
+  CHECK(used.size() >= 12);  // 96 flows over 16 spines
+  Router again(t);
+  CHECK(path_names(t, again.route(0, 8, 0)) == first);
+}
+
+TEST_CASE("PCIe-only nodes route GPU peers through switches and sockets") {
+  const Topology t = load_topology("pcie-8gpu");
+  Router router(t);
+  CHECK(path_names(t, router.route(0, 1)) == std::vector<std::string>{"n0.pcie0", "n0.gpu1"});
+  CHECK(path_names(t, router.route(0, 7)) ==
+        std::vector<std::string>{"n0.pcie0", "n0.cpu0", "n0.cpu1", "n0.pcie3", "n0.gpu7"});
+}
