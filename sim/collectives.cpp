@@ -29,6 +29,11 @@ TaskId add_call(Engine& engine, const Topology& topo, int peers, std::span<const
 void add_alltoall(Engine& engine, Router& router, const Topology& topo, std::span<const int> group,
                   double size, std::span<const TaskId> entry, std::vector<TaskId>& done) {
   const int n = static_cast<int>(group.size());
+  const std::size_t pairs = std::size_t(n) * (n - 1);
+  if (n > 1) {
+    const std::size_t far_hops = router.route(group[0], group[n - 1]).hops.size();
+    engine.reserve(n + pairs, pairs, pairs * (far_hops + 2), 4 * pairs + 2 * n);
+  }
   std::vector<TaskId> call(n);
   for (int i = 0; i < n; ++i) call[i] = add_call(engine, topo, n - 1, entry, i);
   const double chunk = size / n;

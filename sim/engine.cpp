@@ -48,6 +48,24 @@ TaskId Engine::add_flow(std::span<const Hop> hops, double bytes, double wait_s, 
 
 void Engine::depends(TaskId task, TaskId on) { deps_.push_back({on, task}); }
 
+namespace {
+template <class T>
+void grow(std::vector<T>& v, std::size_t more) {  // geometric, so repeated calls stay linear
+  if (v.size() + more > v.capacity()) v.reserve(std::max(v.size() + more, 2 * v.capacity()));
+}
+}  // namespace
+
+void Engine::reserve(std::size_t tasks, std::size_t flows, std::size_t hops, std::size_t deps) {
+  grow(kind_, tasks);
+  grow(duration_, tasks);
+  grow(flow_of_, tasks);
+  grow(paths_, flows);
+  grow(bytes_, flows);
+  grow(task_of_, flows);
+  grow(hops_, hops);
+  grow(deps_, deps);
+}
+
 void Engine::make_ready(TaskId t, double now) {
   ready_[t] = now;
   heap_.push_back({now + duration_[t], t});
@@ -61,9 +79,12 @@ void Engine::finish(TaskId t, double now) {
     if (--preds_left_[succ_[k]] == 0) make_ready(succ_[k], now);
 }
 
-void Engine::solve_rates() {
+void Engine::solve_rates(bool added, double min_removed_rate) {
   ++stats_.solves;
-  solver_.solve(capacity_, hops_, active_paths_, rate_);
+  if (added)
+    solver_.solve(capacity_, hops_, active_paths_, rate_);
+  else
+    solver_.solve_from(min_removed_rate, capacity_, hops_, active_paths_, rate_);
 #ifdef BASP_CHECK_INVARIANTS
   check_invariants();
 #endif
@@ -115,12 +136,16 @@ RunStats Engine::run() {
     const double dt = next - now;
     now = next;
     ++stats_.batches;
-    bool changed = false;
+    bool added = false, removed = false;
+    double min_removed_rate = inf;
 
     // Advance every transferring flow; those done by now (within tolerance) finish.
     for (std::size_t i = 0; i < active_.size();) {
       if (remaining_[i] <= rate_[i] * (dt + tol)) {
         const std::uint32_t f = active_[i];
+        solver_.remove(hops_, active_paths_[i], rate_[i]);
+        min_removed_rate = std::min(min_removed_rate, rate_[i]);
+        removed = true;
         const std::size_t last = active_.size() - 1;
         active_[i] = active_[last];
         active_paths_[i] = active_paths_[last];
@@ -131,7 +156,6 @@ RunStats Engine::run() {
         remaining_.pop_back();
         rate_.pop_back();
         finish(task_of_[f], now);
-        changed = true;
         continue;
       }
       remaining_[i] -= rate_[i] * dt;
@@ -149,12 +173,12 @@ RunStats Engine::run() {
         active_paths_.push_back(paths_[f]);
         remaining_.push_back(bytes_[f]);
         rate_.push_back(0.0);
-        changed = true;
+        added = true;
       } else {
         finish(t, now);
       }
     }
-    if (changed && !active_.empty()) solve_rates();
+    if ((added || removed) && !active_.empty()) solve_rates(added, min_removed_rate);
     next_finish = inf;
     for (std::size_t i = 0; i < active_.size(); ++i)
       next_finish = std::min(next_finish, now + remaining_[i] / rate_[i]);

@@ -35,6 +35,9 @@ class Engine {
   // `multiplicity` identical flows on the same path with the same start share one task.
   TaskId add_flow(std::span<const Hop> hops, double bytes, double wait_s, std::uint32_t multiplicity = 1);
   void depends(TaskId task, TaskId on);  // `task` becomes ready only after `on` finishes
+  // Room for this many more tasks, flows, hops and dependencies, so that building a million-flow
+  // collective does not copy its arrays over and over.
+  void reserve(std::size_t tasks, std::size_t flows, std::size_t hops, std::size_t deps);
 
   RunStats run();  // once
 
@@ -48,7 +51,7 @@ class Engine {
   enum class Kind : std::uint8_t { delay, flow };
   void make_ready(TaskId t, double now);
   void finish(TaskId t, double now);
-  void solve_rates();
+  void solve_rates(bool added, double min_removed_rate);
   void check_invariants() const;
 
   std::vector<double> capacity_;

@@ -6,43 +6,90 @@
 #include <limits>
 
 namespace basp {
+namespace {
+constexpr double tie = 1e-9;  // relative: levels this close saturate together
+}
 
 MaxMinSolver::MaxMinSolver(std::size_t links)
-    : remaining_(links, 0.0), weight_(links, 0.0), unfrozen_(links, 0), begin_(links, 0), end_(links, 0) {}
+    : load_(links, 0.0), remaining_(links, 0.0), weight_(links, 0.0), unfrozen_(links, 0), begin_(links, 0),
+      end_(links, 0) {}
 
 void MaxMinSolver::solve(std::span<const double> capacity, std::span<const Hop> hops,
                          std::span<const FlowPath> flows, std::span<double> rates) {
-  rounds_ = 0;
-  for (std::uint32_t l : touched_) {  // reset only what the last solve touched
-    weight_[l] = 0.0;
-    unfrozen_[l] = 0;
-  }
+  refill_.resize(flows.size());
+  for (std::uint32_t i = 0; i < flows.size(); ++i) refill_[i] = i;
   touched_.clear();
   for (const FlowPath& f : flows)
     for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h) {
       const auto l = static_cast<std::uint32_t>(hops[h].link);
-      if (unfrozen_[l]++ == 0) touched_.push_back(l);
-      weight_[l] += double(f.multiplicity) * hops[h].share;
+      const double use = double(f.multiplicity) * hops[h].share;
+      if (unfrozen_[l]++ == 0) {
+        touched_.push_back(l);
+        load_[l] = 0.0;
+        remaining_[l] = capacity[l];
+        weight_[l] = use;
+      } else {
+        weight_[l] += use;
+      }
     }
+  fill(hops, flows, rates);
+}
+
+void MaxMinSolver::remove(std::span<const Hop> hops, const FlowPath& f, double rate) {
+  for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
+    load_[hops[h].link] -= rate * double(f.multiplicity) * hops[h].share;
+}
+
+void MaxMinSolver::solve_from(double level, std::span<const double> capacity, std::span<const Hop> hops,
+                              std::span<const FlowPath> flows, std::span<double> rates) {
+  // Flows at or above `level` are taken out of the link loads and filled again; the rest stay.
+  refill_.clear();
+  const double keep_below = level * (1.0 - tie);
+  for (std::uint32_t i = 0; i < flows.size(); ++i)
+    if (rates[i] >= keep_below) refill_.push_back(i);
+  touched_.clear();
+  for (std::uint32_t i : refill_) {
+    const FlowPath& f = flows[i];
+    for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h) {
+      const auto l = static_cast<std::uint32_t>(hops[h].link);
+      if (unfrozen_[l]++ == 0) touched_.push_back(l);
+      load_[l] -= rates[i] * double(f.multiplicity) * hops[h].share;
+    }
+  }
+  for (std::uint32_t l : touched_) {
+    remaining_[l] = capacity[l] - load_[l];
+    weight_[l] = 0.0;
+  }
+  for (std::uint32_t i : refill_)
+    for (std::uint32_t h = flows[i].hop_begin; h < flows[i].hop_begin + flows[i].hop_count; ++h)
+      weight_[hops[h].link] += double(flows[i].multiplicity) * hops[h].share;
+  fill(hops, flows, rates);
+}
+
+// Progressive filling of the flows in refill_ over the links in touched_: remaining_ already
+// excludes every other flow, unfrozen_ and weight_ count the refilled flows. Adds the new rates
+// to load_.
+void MaxMinSolver::fill(std::span<const Hop> hops, std::span<const FlowPath> flows, std::span<double> rates) {
+  rounds_ = 0;
   std::uint32_t offset = 0;
   for (std::uint32_t l : touched_) {
     begin_[l] = end_[l] = offset;
     offset += unfrozen_[l];
-    remaining_[l] = capacity[l];
   }
   flows_on_.resize(offset);
-  for (std::uint32_t i = 0; i < flows.size(); ++i)
+  for (std::uint32_t i : refill_)
     for (std::uint32_t h = flows[i].hop_begin; h < flows[i].hop_begin + flows[i].hop_count; ++h)
       flows_on_[end_[hops[h].link]++] = i;
 
-  frozen_.assign(flows.size(), 0);
-  std::size_t left = flows.size();
+  if (frozen_.size() < flows.size()) frozen_.resize(flows.size());
+  for (std::uint32_t i : refill_) frozen_[i] = 0;
+  std::size_t left = refill_.size();
   while (left > 0) {
     ++rounds_;
     double level = std::numeric_limits<double>::infinity();
     for (std::uint32_t l : touched_)
       if (unfrozen_[l] > 0) level = std::min(level, std::max(0.0, remaining_[l]) / weight_[l]);
-    const double cut = level * (1.0 + 1e-9);
+    const double cut = level * (1.0 + tie);
     saturated_.clear();
     for (std::uint32_t l : touched_)
       if (unfrozen_[l] > 0 && std::max(0.0, remaining_[l]) / weight_[l] <= cut) saturated_.push_back(l);
@@ -58,6 +105,7 @@ void MaxMinSolver::solve(std::span<const double> capacity, std::span<const Hop> 
           const auto m = static_cast<std::uint32_t>(hops[h].link);
           const double use = double(f.multiplicity) * hops[h].share;
           remaining_[m] -= level * use;
+          load_[m] += level * use;
           weight_[m] -= use;
           --unfrozen_[m];
         }

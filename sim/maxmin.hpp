@@ -10,7 +10,12 @@
 // unfrozen flow crossing a saturated link freezes at λ. Repeat until all flows are frozen.
 // This is SimGrid's lmm max-min model with unit weights (its TCP corrections off).
 //
-// Cost per solve: O(incidences + rounds · links touched); no allocation once warmed up.
+// Removing flows never changes the rates of flows frozen below the smallest removed rate r: every
+// link of a flow saturates at or above its rate, so below r the removed flows' links were never
+// the binding ones. After removals alone the solver therefore keeps those rates and re-fills only
+// the flows at or above r (solve_from), which makes the many small completion events cheap.
+//
+// Cost per full solve: O(incidences + rounds · links touched); no allocation once warmed up.
 #pragma once
 
 #include "routing.hpp"
@@ -36,9 +41,20 @@ class MaxMinSolver {
   void solve(std::span<const double> capacity_Bps, std::span<const Hop> hops,
              std::span<const FlowPath> flows, std::span<double> rates);
 
+  // The same result as solve() when the only change since the last solve was the removal of flows
+  // (reported through remove()) whose smallest rate was `level`: rates below it are kept.
+  void solve_from(double level, std::span<const double> capacity_Bps, std::span<const Hop> hops,
+                  std::span<const FlowPath> flows, std::span<double> rates);
+
+  // A flow with this path and rate no longer transfers.
+  void remove(std::span<const Hop> hops, const FlowPath& path, double rate);
+
   std::size_t rounds() const { return rounds_; }  // freezing rounds of the last solve
 
  private:
+  void fill(std::span<const Hop> hops, std::span<const FlowPath> flows, std::span<double> rates);
+
+  std::vector<double> load_;              // Σ m·a·r over all flows of the last solve, kept up to date
   std::vector<double> remaining_;         // capacity left by frozen flows
   std::vector<double> weight_;            // Σ m·a over unfrozen flows
   std::vector<std::uint32_t> unfrozen_;   // unfrozen flows crossing the link
@@ -47,6 +63,7 @@ class MaxMinSolver {
   std::vector<std::uint32_t> touched_;    // links with at least one flow
   std::vector<char> frozen_;
   std::vector<std::uint32_t> saturated_;
+  std::vector<std::uint32_t> refill_;     // flows being (re)computed by this solve
   std::size_t rounds_ = 0;
 };
 

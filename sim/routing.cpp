@@ -38,6 +38,12 @@ Router::Router(const Topology& topo) : topo_(topo) {
     cost_[id] = l.latency_s + reference_bytes / l.capacity_Bps;
   }
   for (Field& f : fields_) f.dist.assign(n, unreached);
+  mark_.assign(n, 0);
+  to_nic_.assign(n, nullptr);
+  from_nic_.assign(n, nullptr);
+  paths_to_.assign(n, 0.0);
+  paths_from_.assign(n, 0.0);
+  latency_to_.assign(n, 0.0);
 
   // Scale-up domains: GPUs joined through NVSwitches, PCIe switches and host bridges.
   domain_.assign(n, -1);
@@ -123,39 +129,58 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
     throw InputError(topo_.source, 0, "", "no route from " + g[from].name + " to " + g[to].name + " " + how);
   }
 
-  // The shortest-path DAG from `from`, in order of decreasing distance (a topological order).
+  // The shortest-path DAG from `from`: vertices in order of discovery, edges sorted by decreasing
+  // distance of their tail (a topological order). Scratch arrays are indexed by vertex and reset
+  // through `order`, so building a segment allocates only what it keeps.
   Segment s;
-  std::vector<VertexId> order{from};
-  std::unordered_map<VertexId, double> paths_to{{from, 1.0}}, latency_to{{from, 0.0}};
-  std::unordered_map<VertexId, bool> seen{{from, true}};
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const VertexId u = order[i];
+  order_.assign(1, from);
+  mark_[from] = 1;
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    const VertexId u = order_[i];
     if (u == to) continue;
     for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
       const VertexId v = boost::target(*e, g);
       if (f.dist[v] == unreached || !(v == to || may_transit(v, transit))) continue;
       if (!tight(f.dist[u], cost_[g[*e].id], f.dist[v])) continue;
       s.dag.push_back({u, v, g[*e].id});
-      if (seen.emplace(v, true).second) order.push_back(v);
+      if (!mark_[v]) {
+        mark_[v] = 1;
+        order_.push_back(v);
+      }
     }
   }
   std::stable_sort(s.dag.begin(), s.dag.end(),
                    [&](const DagEdge& a, const DagEdge& b) { return f.dist[a.from] > f.dist[b.from]; });
-  // Paths from `from` to each vertex, and to `to` from each vertex: share = to[u]·from[v]/total.
-  std::unordered_map<VertexId, double> paths_from{{to, 1.0}};
+  // Paths from `from` to each vertex and from each vertex to `to`: share(u→v) = to[u]·from[v]/total.
+  for (VertexId v : order_) paths_to_[v] = paths_from_[v] = latency_to_[v] = 0.0;
+  paths_to_[from] = 1.0;
+  paths_from_[to] = 1.0;
   for (const DagEdge& e : s.dag) {
-    paths_to[e.to] += paths_to[e.from];
-    latency_to[e.to] = std::max(latency_to[e.to], latency_to[e.from] + topo_.link(e.link).latency_s);
+    paths_to_[e.to] += paths_to_[e.from];
+    latency_to_[e.to] = std::max(latency_to_[e.to], latency_to_[e.from] + topo_.link(e.link).latency_s);
   }
-  for (auto it = s.dag.rbegin(); it != s.dag.rend(); ++it) paths_from[it->from] += paths_from[it->to];
-  const double total = paths_to[to];
+  for (auto it = s.dag.rbegin(); it != s.dag.rend(); ++it) paths_from_[it->from] += paths_from_[it->to];
+  const double total = paths_to_[to];
   for (const DagEdge& e : s.dag) {
-    const double share = paths_to[e.from] * paths_from[e.to] / total;
+    const double share = paths_to_[e.from] * paths_from_[e.to] / total;
     if (share > 0.0) s.split.push_back({e.link, static_cast<float>(share)});
   }
-  s.latency_s = latency_to[to];
+  s.latency_s = latency_to_[to];
   s.single = total == 1.0;
+  for (VertexId v : order_) mark_[v] = 0;
+  if (s.single) s.dag.clear();  // a single path needs no hashing
+  s.dag.shrink_to_fit();
+  s.split.shrink_to_fit();
   return segments_.emplace(key, std::move(s)).first->second;
+}
+
+// GPU <-> own-NIC segments are on every scale-out route: a per-GPU array spares a hash lookup.
+const Router::Segment& Router::nic_segment(VertexId gpu, bool outbound) {
+  std::vector<const Segment*>& cache = outbound ? to_nic_ : from_nic_;
+  const Segment*& s = cache[gpu];
+  const auto nic = static_cast<VertexId>(topo_.graph[gpu].nic);
+  if (!s) s = outbound ? &segment(gpu, nic, Transit::local) : &segment(nic, gpu, Transit::local);
+  return *s;
 }
 
 void Router::append(const Segment& s, std::uint64_t salt, double& latency_s) {
@@ -201,9 +226,9 @@ RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
   }
   if (proxy != s) append(segment(s, proxy, Transit::scale_up), salt, latency);
   const VertexId nic_s = g[proxy].nic;
-  append(segment(proxy, nic_s, Transit::local), salt, latency);
+  append(nic_segment(proxy, true), salt, latency);
   append(segment(nic_s, nic_d, Transit::fabric), salt, latency);
-  append(segment(nic_d, d, Transit::local), salt, latency);
+  append(nic_segment(d, false), salt, latency);
   return {hops_, latency};
 }
 

@@ -44,6 +44,7 @@ class Router {
   };
 
   const Segment& segment(VertexId from, VertexId to, Transit transit);
+  const Segment& nic_segment(VertexId gpu, bool outbound);
   void distances_to(VertexId to, Transit transit);
   bool may_transit(VertexId v, Transit transit) const;
   void append(const Segment& s, std::uint64_t salt, double& latency_s);
@@ -55,7 +56,12 @@ class Router {
   // Scratch distance fields, one per transit class, valid for the destination they were made for.
   struct Field { std::vector<double> dist; std::vector<VertexId> touched; VertexId to = ~VertexId(0); };
   Field fields_[3];
-  std::unordered_map<std::uint64_t, Segment> segments_;
+  std::unordered_map<std::uint64_t, Segment> segments_;  // node-based: references stay valid
+  std::vector<const Segment*> to_nic_, from_nic_;         // by GPU vertex
+  // Scratch for building a segment, indexed by vertex.
+  std::vector<VertexId> order_;
+  std::vector<char> mark_;
+  std::vector<double> paths_to_, paths_from_, latency_to_;
   std::vector<Hop> hops_;
 };
 

@@ -77,7 +77,7 @@ TEST_CASE("BASP's contiguous groups keep the paper cluster's all-to-all off Infi
   CHECK(basp.group_size == 4);
 }
 
-TEST_CASE("groups: contiguous and strided membership; B must divide the ranks") {
+TEST_CASE("groups: contiguous and strided membership and B must divide the ranks") {
   CHECK(make_groups(8, 2, Placement::contiguous) == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
   CHECK(make_groups(8, 2, Placement::strided) == std::vector<std::vector<int>>{{0, 2, 4, 6}, {1, 3, 5, 7}});
   CHECK_THROWS_AS(make_groups(8, 3, Placement::contiguous), InputError);
