@@ -15,10 +15,6 @@ namespace {
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double batch_tolerance = 1e-9;  // relative: events this close in time are simultaneous
 
-bool later(const std::pair<double, TaskId>& a, const std::pair<double, TaskId>& b) {
-  return a.first != b.first ? a.first > b.first : a.second > b.second;
-}
-
 }  // namespace
 
 Engine::Engine(std::vector<double> capacity)
@@ -49,8 +45,8 @@ TaskId Engine::add_flow(std::span<const Hop> hops, double bytes, double wait_s, 
 void Engine::depends(TaskId task, TaskId on) { deps_.push_back({on, task}); }
 
 namespace {
-template <class T>
-void grow(std::vector<T>& v, std::size_t more) {  // geometric, so repeated calls stay linear
+template <class Vector>
+void grow(Vector& v, std::size_t more) {  // geometric, so repeated calls stay linear
   if (v.size() + more > v.capacity()) v.reserve(std::max(v.size() + more, 2 * v.capacity()));
 }
 }  // namespace
@@ -68,8 +64,7 @@ void Engine::reserve(std::size_t tasks, std::size_t flows, std::size_t hops, std
 
 void Engine::make_ready(TaskId t, double now) {
   ready_[t] = now;
-  heap_.push_back({now + duration_[t], t});
-  std::push_heap(heap_.begin(), heap_.end(), later);
+  pending_[now + duration_[t]].push_back(t);
 }
 
 void Engine::finish(TaskId t, double now) {
@@ -85,6 +80,8 @@ void Engine::solve_rates(bool added, double min_removed_rate) {
     solver_.solve(capacity_, hops_, active_paths_, rate_);
   else
     solver_.solve_from(min_removed_rate, capacity_, hops_, active_paths_, rate_);
+  stats_.rounds += solver_.rounds();
+  stats_.refilled += solver_.refilled();
 #ifdef BASP_CHECK_INVARIANTS
   check_invariants();
 #endif
@@ -124,13 +121,17 @@ RunStats Engine::run() {
   deps_.shrink_to_fit();
   stats_.flows = paths_.size();
 
+  active_.reserve(paths_.size());
+  active_paths_.reserve(paths_.size());
+  remaining_.reserve(paths_.size());
+  rate_.reserve(paths_.size());
   for (TaskId t = 0; t < tasks; ++t)
     if (preds_left_[t] == 0) make_ready(t, 0.0);
 
   double now = 0.0;
   double next_finish = inf;  // absolute time the first transferring flow completes
-  while (!heap_.empty() || !active_.empty()) {
-    const double next_pending = heap_.empty() ? inf : heap_.front().first;
+  while (!pending_.empty() || !active_.empty()) {
+    const double next_pending = pending_.empty() ? inf : pending_.begin()->first;
     const double next = std::min(next_pending, next_finish);
     const double tol = batch_tolerance * std::max(next, 1e-12);
     const double dt = next - now;
@@ -161,11 +162,13 @@ RunStats Engine::run() {
       remaining_[i] -= rate_[i] * dt;
       ++i;
     }
-    // Pending starts and delay ends of this batch, including those made ready by it.
-    while (!heap_.empty() && heap_.front().first <= now + tol) {
-      std::pop_heap(heap_.begin(), heap_.end(), later);
-      const TaskId t = heap_.back().second;
-      heap_.pop_back();
+    // Pending starts and delay ends of this batch, including those made ready by it: one time
+    // bucket at a time, each in task-id order.
+    while (!pending_.empty() && pending_.begin()->first <= now + tol) {
+      bucket_.swap(pending_.begin()->second);
+      pending_.erase(pending_.begin());
+      std::sort(bucket_.begin(), bucket_.end());
+      for (const TaskId t : bucket_) {
       if (kind_[t] == Kind::flow && bytes_[flow_of_[t]] > 0.0) {
         ++stats_.events;
         const std::uint32_t f = flow_of_[t];
@@ -177,6 +180,8 @@ RunStats Engine::run() {
       } else {
         finish(t, now);
       }
+      }
+      bucket_.clear();
     }
     if ((added || removed) && !active_.empty()) solve_rates(added, min_removed_rate);
     next_finish = inf;

@@ -8,10 +8,12 @@
 // order is deterministic: by time, then task id. The engine knows nothing of collectives.
 #pragma once
 
+#include "big_vector.hpp"
 #include "maxmin.hpp"
 #include "routing.hpp"
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -24,6 +26,8 @@ struct RunStats {
   std::uint64_t events = 0;   // task starts and finishes
   std::uint64_t batches = 0;  // distinct event times
   std::uint64_t solves = 0;   // max-min solves
+  std::uint64_t rounds = 0;   // progressive-filling rounds over all solves
+  std::uint64_t refilled = 0; // flows whose rate a solve recomputed, over all solves
   double end_s = 0.0;         // time the last task finished
 };
 
@@ -57,25 +61,27 @@ class Engine {
   std::vector<double> capacity_;
   std::vector<double> link_bytes_;
   // Per task.
-  std::vector<Kind> kind_;
-  std::vector<double> duration_;  // delay: its duration; flow: its wait before transferring
-  std::vector<double> ready_, finish_;
-  std::vector<std::uint32_t> flow_of_;  // flow index of a flow task
-  std::vector<std::uint32_t> preds_left_;
-  std::vector<std::pair<TaskId, TaskId>> deps_;  // (on, task)
-  std::vector<std::uint32_t> succ_begin_;
-  std::vector<TaskId> succ_;
+  BigVector<Kind> kind_;
+  BigVector<double> duration_;  // delay: its duration; flow: its wait before transferring
+  BigVector<double> ready_, finish_;
+  BigVector<std::uint32_t> flow_of_;  // flow index of a flow task
+  BigVector<std::uint32_t> preds_left_;
+  BigVector<std::pair<TaskId, TaskId>> deps_;  // (on, task)
+  BigVector<std::uint32_t> succ_begin_;
+  BigVector<TaskId> succ_;
   // Per flow.
-  std::vector<Hop> hops_;
-  std::vector<FlowPath> paths_;
-  std::vector<double> bytes_;
-  std::vector<TaskId> task_of_;
+  BigVector<Hop> hops_;
+  BigVector<FlowPath> paths_;
+  BigVector<double> bytes_;
+  BigVector<TaskId> task_of_;
   // Transferring flows, compact (swap-removed on completion).
-  std::vector<FlowPath> active_paths_;
-  std::vector<std::uint32_t> active_;
-  std::vector<double> remaining_, rate_;
-  // Pending: (time, task) of delays finishing and flows starting to transfer.
-  std::vector<std::pair<double, TaskId>> heap_;
+  BigVector<FlowPath> active_paths_;
+  BigVector<std::uint32_t> active_;
+  BigVector<double> remaining_, rate_;
+  // Pending delay ends and flow starts, bucketed by time: collectives make many tasks ready at
+  // once with few distinct times, which a bucket handles far faster than a heap of tasks.
+  std::map<double, BigVector<TaskId>> pending_;
+  BigVector<TaskId> bucket_;
   MaxMinSolver solver_;
   RunStats stats_;
   bool ran_ = false;

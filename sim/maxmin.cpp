@@ -84,15 +84,32 @@ void MaxMinSolver::fill(std::span<const Hop> hops, std::span<const FlowPath> flo
   if (frozen_.size() < flows.size()) frozen_.resize(flows.size());
   for (std::uint32_t i : refill_) frozen_[i] = 0;
   std::size_t left = refill_.size();
+  live_.assign(touched_.begin(), touched_.end());
   while (left > 0) {
     ++rounds_;
+    // Lowest saturation level among links still carrying unfrozen flows; links whose flows are
+    // all frozen drop out of the scan for good.
+    // One pass: the lowest saturation level among links still carrying unfrozen flows, and the
+    // links within the tie of the running minimum (the minimum only falls, so every link within
+    // the tie of the final level is among them). Links whose flows are all frozen drop out.
     double level = std::numeric_limits<double>::infinity();
-    for (std::uint32_t l : touched_)
-      if (unfrozen_[l] > 0) level = std::min(level, std::max(0.0, remaining_[l]) / weight_[l]);
-    const double cut = level * (1.0 + tie);
+    std::size_t kept = 0;
     saturated_.clear();
-    for (std::uint32_t l : touched_)
-      if (unfrozen_[l] > 0 && std::max(0.0, remaining_[l]) / weight_[l] <= cut) saturated_.push_back(l);
+    for (std::uint32_t l : live_) {
+      if (unfrozen_[l] == 0) continue;
+      live_[kept++] = l;
+      const double key = std::max(0.0, remaining_[l]) / weight_[l];
+      if (key <= level * (1.0 + tie)) {
+        saturated_.push_back(l);
+        level = std::min(level, key);
+      }
+    }
+    live_.resize(kept);
+    const double cut = level * (1.0 + tie);
+    std::size_t sat = 0;
+    for (std::uint32_t l : saturated_)
+      if (std::max(0.0, remaining_[l]) / weight_[l] <= cut) saturated_[sat++] = l;
+    saturated_.resize(sat);
     for (std::uint32_t l : saturated_) {
       for (std::uint32_t k = begin_[l]; k < end_[l]; ++k) {
         const std::uint32_t i = flows_on_[k];

@@ -18,6 +18,7 @@
 // Cost per full solve: O(incidences + rounds · links touched); no allocation once warmed up.
 #pragma once
 
+#include "big_vector.hpp"
 #include "routing.hpp"
 
 #include <cstdint>
@@ -50,6 +51,7 @@ class MaxMinSolver {
   void remove(std::span<const Hop> hops, const FlowPath& path, double rate);
 
   std::size_t rounds() const { return rounds_; }  // freezing rounds of the last solve
+  std::size_t refilled() const { return refill_.size(); }  // flows the last solve recomputed
 
  private:
   void fill(std::span<const Hop> hops, std::span<const FlowPath> flows, std::span<double> rates);
@@ -59,11 +61,12 @@ class MaxMinSolver {
   std::vector<double> weight_;            // Σ m·a over unfrozen flows
   std::vector<std::uint32_t> unfrozen_;   // unfrozen flows crossing the link
   std::vector<std::uint32_t> begin_, end_;  // CSR link -> flows: flows_on_[begin_[l] .. end_[l])
-  std::vector<std::uint32_t> flows_on_;
+  BigVector<std::uint32_t> flows_on_;
   std::vector<std::uint32_t> touched_;    // links with at least one flow
-  std::vector<char> frozen_;
+  std::vector<std::uint32_t> live_;       // touched links that still carry unfrozen flows
+  BigVector<char> frozen_;
   std::vector<std::uint32_t> saturated_;
-  std::vector<std::uint32_t> refill_;     // flows being (re)computed by this solve
+  BigVector<std::uint32_t> refill_;     // flows being (re)computed by this solve
   std::size_t rounds_ = 0;
 };
 

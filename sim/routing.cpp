@@ -149,8 +149,10 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
       }
     }
   }
-  std::stable_sort(s.dag.begin(), s.dag.end(),
-                   [&](const DagEdge& a, const DagEdge& b) { return f.dist[a.from] > f.dist[b.from]; });
+  // A single path (|E| = |V| - 1) is already in order; only true multipaths need sorting.
+  if (s.dag.size() + 1 != order_.size())
+    std::stable_sort(s.dag.begin(), s.dag.end(),
+                     [&](const DagEdge& a, const DagEdge& b) { return f.dist[a.from] > f.dist[b.from]; });
   // Paths from `from` to each vertex and from each vertex to `to`: share(u→v) = to[u]·from[v]/total.
   for (VertexId v : order_) paths_to_[v] = paths_from_[v] = latency_to_[v] = 0.0;
   paths_to_[from] = 1.0;
