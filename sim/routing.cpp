@@ -8,7 +8,6 @@
 #include <cmath>
 #include <deque>
 #include <limits>
-#include <queue>
 
 namespace basp {
 namespace {
@@ -96,14 +95,15 @@ void Router::distances_to(VertexId to, Transit transit) {
   f.touched.clear();
   f.to = to;
   const Graph& g = topo_.graph;
-  using Item = std::pair<double, VertexId>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+  std::vector<std::pair<double, VertexId>>& heap = dijkstra_heap_;  // min-heap via std::greater
+  heap.clear();
   f.dist[to] = 0.0;
   f.touched.push_back(to);
-  heap.push({0.0, to});
+  heap.push_back({0.0, to});
   while (!heap.empty()) {
-    auto [d, v] = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    auto [d, v] = heap.back();
+    heap.pop_back();
     if (d > f.dist[v]) continue;
     if (v != to && !may_transit(v, transit)) continue;  // endpoints are reached, never passed through
     for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
@@ -112,7 +112,8 @@ void Router::distances_to(VertexId to, Transit transit) {
       if (du < f.dist[u]) {
         if (f.dist[u] == unreached) f.touched.push_back(u);
         f.dist[u] = du;
-        heap.push({du, u});
+        heap.push_back({du, u});
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
       }
     }
   }
@@ -120,7 +121,14 @@ void Router::distances_to(VertexId to, Transit transit) {
 
 const Router::Segment& Router::segment(VertexId from, VertexId to, Transit transit) {
   const std::uint64_t key = (std::uint64_t(from) << 34) ^ (std::uint64_t(to) << 2) ^ std::uint64_t(transit);
-  if (auto it = segments_.find(key); it != segments_.end()) return it->second;
+  // Consecutive routes often share a segment (PXN: every GPU of a node reaches a destination
+  // through the same NIC pair), so the last segment of each class is checked before the map.
+  Memo& memo = memo_[static_cast<int>(transit)];
+  if (memo.segment && memo.key == key) return *memo.segment;
+  if (auto it = segments_.find(key); it != segments_.end()) {
+    memo = {key, &it->second};
+    return it->second;
+  }
   distances_to(to, transit);
   const Field& f = fields_[static_cast<int>(transit)];
   const Graph& g = topo_.graph;
@@ -173,7 +181,9 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
   if (s.single) s.dag.clear();  // a single path needs no hashing
   s.dag.shrink_to_fit();
   s.split.shrink_to_fit();
-  return segments_.emplace(key, std::move(s)).first->second;
+  const Segment& stored = segments_.emplace(key, std::move(s)).first->second;
+  memo = {key, &stored};
+  return stored;
 }
 
 // GPU <-> own-NIC segments are on every scale-out route: a per-GPU array spares a hash lookup.

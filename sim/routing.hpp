@@ -58,8 +58,11 @@ class Router {
   Field fields_[3];
   std::unordered_map<std::uint64_t, Segment> segments_;  // node-based: references stay valid
   std::vector<const Segment*> to_nic_, from_nic_;         // by GPU vertex
+  struct Memo { std::uint64_t key = 0; const Segment* segment = nullptr; };
+  Memo memo_[3];                                          // last segment per transit class
   // Scratch for building a segment, indexed by vertex.
   std::vector<VertexId> order_;
+  std::vector<std::pair<double, VertexId>> dijkstra_heap_;
   std::vector<char> mark_;
   std::vector<double> paths_to_, paths_from_, latency_to_;
   std::vector<Hop> hops_;
