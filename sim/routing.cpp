@@ -39,6 +39,9 @@ Router::Router(const Topology& topo) : topo_(topo) {
   for (Field& f : fields_) f.dist.assign(n, unreached);
   mark_.assign(n, 0);
   to_nic_.assign(n, nullptr);
+  for (VertexId v = 0; v < n; ++v)
+    if (g[v].kind == VertexKind::nic) rails_ = std::max<std::size_t>(rails_, g[v].rail + 1);
+  to_proxy_.assign(n * rails_, nullptr);
   from_nic_.assign(n, nullptr);
   paths_to_.assign(n, 0.0);
   paths_from_.assign(n, 0.0);
@@ -236,7 +239,12 @@ RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
     const int rail = g[nic_d].rail;
     if (rail < static_cast<int>(rails.size()) && rails[rail] != ~VertexId(0)) proxy = rails[rail];
   }
-  if (proxy != s) append(segment(s, proxy, Transit::scale_up), salt, latency);
+  if (proxy != s) {
+    // Each GPU has one PXN hop per rail: cache it by (GPU, rail) rather than in the map.
+    const std::size_t slot = std::size_t(s) * rails_ + g[nic_d].rail;
+    if (!to_proxy_[slot]) to_proxy_[slot] = &segment(s, proxy, Transit::scale_up);
+    append(*to_proxy_[slot], salt, latency);
+  }
   const VertexId nic_s = g[proxy].nic;
   append(nic_segment(proxy, true), salt, latency);
   append(segment(nic_s, nic_d, Transit::fabric), salt, latency);

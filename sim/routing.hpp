@@ -58,6 +58,8 @@ class Router {
   Field fields_[3];
   std::unordered_map<std::uint64_t, Segment> segments_;  // node-based: references stay valid
   std::vector<const Segment*> to_nic_, from_nic_;         // by GPU vertex
+  std::size_t rails_ = 0;
+  std::vector<const Segment*> to_proxy_;                  // by GPU vertex · rails_ + rail
   struct Memo { std::uint64_t key = 0; const Segment* segment = nullptr; };
   Memo memo_[3];                                          // last segment per transit class
   // Scratch for building a segment, indexed by vertex.

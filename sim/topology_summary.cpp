@@ -119,6 +119,24 @@ TopologySummary summarize(const Topology& topo) {
     if (s.gpus - 1 != k + 1 && s.gpus - 1 != k)
       s.routes.push_back(example(topo, router, "farthest rank", 0, s.gpus - 1));
   }
+  // One example for every link class no example has crossed yet, when some route crosses it.
+  std::set<LinkClass> shown;
+  for (const ExampleRoute& r : s.routes)
+    for (const Hop& h : router.route(r.src_rank, r.dst_rank).hops) shown.insert(topo.link(h.link).cls);
+  std::set<LinkClass> present;
+  for (int id = 0; id < topo.link_count(); ++id) present.insert(topo.link(id).cls);
+  for (LinkClass cls : present) {
+    if (shown.count(cls)) continue;
+    for (int dst = s.gpus - 1; dst > 0; --dst) {
+      bool uses = false;
+      for (const Hop& h : router.route(0, dst).hops) uses = uses || topo.link(h.link).cls == cls;
+      if (!uses) continue;
+      s.routes.push_back(example(topo, router, "crosses " + std::string(to_string(cls)), 0, dst));
+      for (const Hop& h : router.route(0, dst).hops) shown.insert(topo.link(h.link).cls);
+      break;
+    }
+    if (!shown.count(cls)) s.unused_classes.push_back(std::string(to_string(cls)));
+  }
   return s;
 }
 

@@ -26,6 +26,7 @@ struct TopologySummary {
   double scale_out_Bps_per_gpu = 0.0;  // NIC->fabric capacity of a node / its GPUs
   double bisection_Bps = 0.0;          // first half of the ranks -> second half, one direction
   std::vector<ExampleRoute> routes;
+  std::vector<std::string> unused_classes;  // link classes no route from rank 0 crosses
 };
 
 TopologySummary summarize(const Topology& topo);
