@@ -11,8 +11,7 @@ constexpr double tie = 1e-9;  // relative: levels this close saturate together
 }
 
 MaxMinSolver::MaxMinSolver(std::size_t links)
-    : load_(links, 0.0), remaining_(links, 0.0), weight_(links, 0.0), unfrozen_(links, 0), begin_(links, 0),
-      end_(links, 0) {}
+    : links_(links) {}
 
 void MaxMinSolver::solve(std::span<const double> capacity, std::span<const Hop> hops,
                          std::span<const FlowPath> flows, std::span<double> rates) {
@@ -23,13 +22,13 @@ void MaxMinSolver::solve(std::span<const double> capacity, std::span<const Hop> 
     for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h) {
       const auto l = static_cast<std::uint32_t>(hops[h].link);
       const double use = double(f.multiplicity) * hops[h].share;
-      if (unfrozen_[l]++ == 0) {
+      if (links_[l].unfrozen++ == 0) {
         touched_.push_back(l);
-        load_[l] = 0.0;
-        remaining_[l] = capacity[l];
-        weight_[l] = use;
+        links_[l].load = 0.0;
+        links_[l].remaining = capacity[l];
+        links_[l].weight = use;
       } else {
-        weight_[l] += use;
+        links_[l].weight += use;
       }
     }
   fill(hops, flows, rates);
@@ -37,7 +36,7 @@ void MaxMinSolver::solve(std::span<const double> capacity, std::span<const Hop> 
 
 void MaxMinSolver::remove(std::span<const Hop> hops, const FlowPath& f, double rate) {
   for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
-    load_[hops[h].link] -= rate * double(f.multiplicity) * hops[h].share;
+    links_[hops[h].link].load -= rate * double(f.multiplicity) * hops[h].share;
 }
 
 void MaxMinSolver::solve_from(double level, std::span<const double> capacity, std::span<const Hop> hops,
@@ -52,17 +51,16 @@ void MaxMinSolver::solve_from(double level, std::span<const double> capacity, st
     const FlowPath& f = flows[i];
     for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h) {
       const auto l = static_cast<std::uint32_t>(hops[h].link);
-      if (unfrozen_[l]++ == 0) touched_.push_back(l);
-      load_[l] -= rates[i] * double(f.multiplicity) * hops[h].share;
+      const double use = double(f.multiplicity) * hops[h].share;
+      if (links_[l].unfrozen++ == 0) {
+        touched_.push_back(l);
+        links_[l].weight = 0.0;
+      }
+      links_[l].load -= rates[i] * use;
+      links_[l].weight += use;
     }
   }
-  for (std::uint32_t l : touched_) {
-    remaining_[l] = capacity[l] - load_[l];
-    weight_[l] = 0.0;
-  }
-  for (std::uint32_t i : refill_)
-    for (std::uint32_t h = flows[i].hop_begin; h < flows[i].hop_begin + flows[i].hop_count; ++h)
-      weight_[hops[h].link] += double(flows[i].multiplicity) * hops[h].share;
+  for (std::uint32_t l : touched_) links_[l].remaining = capacity[l] - links_[l].load;
   fill(hops, flows, rates);
 }
 
@@ -73,13 +71,13 @@ void MaxMinSolver::fill(std::span<const Hop> hops, std::span<const FlowPath> flo
   rounds_ = 0;
   std::uint32_t offset = 0;
   for (std::uint32_t l : touched_) {
-    begin_[l] = end_[l] = offset;
-    offset += unfrozen_[l];
+    links_[l].begin = links_[l].end = offset;
+    offset += links_[l].unfrozen;
   }
   flows_on_.resize(offset);
   for (std::uint32_t i : refill_)
     for (std::uint32_t h = flows[i].hop_begin; h < flows[i].hop_begin + flows[i].hop_count; ++h)
-      flows_on_[end_[hops[h].link]++] = i;
+      flows_on_[links_[hops[h].link].end++] = i;
 
   if (frozen_.size() < flows.size()) frozen_.resize(flows.size());
   for (std::uint32_t i : refill_) frozen_[i] = 0;
@@ -96,9 +94,9 @@ void MaxMinSolver::fill(std::span<const Hop> hops, std::span<const FlowPath> flo
     std::size_t kept = 0;
     saturated_.clear();
     for (std::uint32_t l : live_) {
-      if (unfrozen_[l] == 0) continue;
+      if (links_[l].unfrozen == 0) continue;
       live_[kept++] = l;
-      const double key = std::max(0.0, remaining_[l]) / weight_[l];
+      const double key = std::max(0.0, links_[l].remaining) / links_[l].weight;
       if (key <= level * (1.0 + tie)) {
         saturated_.push_back(l);
         level = std::min(level, key);
@@ -108,10 +106,10 @@ void MaxMinSolver::fill(std::span<const Hop> hops, std::span<const FlowPath> flo
     const double cut = level * (1.0 + tie);
     std::size_t sat = 0;
     for (std::uint32_t l : saturated_)
-      if (std::max(0.0, remaining_[l]) / weight_[l] <= cut) saturated_[sat++] = l;
+      if (std::max(0.0, links_[l].remaining) / links_[l].weight <= cut) saturated_[sat++] = l;
     saturated_.resize(sat);
     for (std::uint32_t l : saturated_) {
-      for (std::uint32_t k = begin_[l]; k < end_[l]; ++k) {
+      for (std::uint32_t k = links_[l].begin; k < links_[l].end; ++k) {
         const std::uint32_t i = flows_on_[k];
         if (frozen_[i]) continue;
         frozen_[i] = 1;
@@ -121,10 +119,10 @@ void MaxMinSolver::fill(std::span<const Hop> hops, std::span<const FlowPath> flo
         for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h) {
           const auto m = static_cast<std::uint32_t>(hops[h].link);
           const double use = double(f.multiplicity) * hops[h].share;
-          remaining_[m] -= level * use;
-          load_[m] += level * use;
-          weight_[m] -= use;
-          --unfrozen_[m];
+          links_[m].remaining -= level * use;
+          links_[m].load += level * use;
+          links_[m].weight -= use;
+          --links_[m].unfrozen;
         }
       }
     }

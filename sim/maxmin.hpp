@@ -56,11 +56,15 @@ class MaxMinSolver {
  private:
   void fill(std::span<const Hop> hops, std::span<const FlowPath> flows, std::span<double> rates);
 
-  std::vector<double> load_;              // Σ m·a·r over all flows of the last solve, kept up to date
-  std::vector<double> remaining_;         // capacity left by frozen flows
-  std::vector<double> weight_;            // Σ m·a over unfrozen flows
-  std::vector<std::uint32_t> unfrozen_;   // unfrozen flows crossing the link
-  std::vector<std::uint32_t> begin_, end_;  // CSR link -> flows: flows_on_[begin_[l] .. end_[l])
+  // Per-link state in one struct: the freezing loop touches all of it for each hop it visits.
+  struct LinkState {
+    double load = 0.0;        // Σ m·a·r over all flows of the last solve, kept up to date
+    double remaining = 0.0;   // capacity left by frozen flows
+    double weight = 0.0;      // Σ m·a over unfrozen flows
+    std::uint32_t unfrozen = 0;          // unfrozen flows crossing the link
+    std::uint32_t begin = 0, end = 0;    // CSR link -> flows: flows_on_[begin .. end)
+  };
+  std::vector<LinkState> links_;
   BigVector<std::uint32_t> flows_on_;
   std::vector<std::uint32_t> touched_;    // links with at least one flow
   std::vector<std::uint32_t> live_;       // touched links that still carry unfrozen flows
