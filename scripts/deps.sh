@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake g++ make libboost-graph-dev libyaml-cpp-dev libcli11-dev libeigen3-dev
-          catch2 libopenmpi-dev openmpi-bin nlohmann-json3-dev)
+          catch2 libopenmpi-dev openmpi-bin nlohmann-json3-dev pkg-config)
 # SimGrid is only a test-time oracle for the flow model (tests/simgrid_crosscheck.cpp).
 if [[ "${1:-}" == "--tests" ]]; then packages+=(libsimgrid-dev); fi
 

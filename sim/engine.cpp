@@ -125,6 +125,7 @@ RunStats Engine::run() {
   active_paths_.reserve(paths_.size());
   remaining_.reserve(paths_.size());
   rate_.reserve(paths_.size());
+  solver_.reserve(paths_.size(), hops_.size());
   for (TaskId t = 0; t < tasks; ++t)
     if (preds_left_[t] == 0) make_ready(t, 0.0);
 

@@ -34,6 +34,12 @@ void MaxMinSolver::solve(std::span<const double> capacity, std::span<const Hop> 
   fill(hops, flows, rates);
 }
 
+void MaxMinSolver::reserve(std::size_t flows, std::size_t hops) {
+  flows_on_.reserve(hops);
+  refill_.reserve(flows);
+  frozen_.reserve(flows);
+}
+
 void MaxMinSolver::remove(std::span<const Hop> hops, const FlowPath& f, double rate) {
   for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
     links_[hops[h].link].load -= rate * double(f.multiplicity) * hops[h].share;

@@ -47,6 +47,10 @@ class MaxMinSolver {
   void solve_from(double level, std::span<const double> capacity_Bps, std::span<const Hop> hops,
                   std::span<const FlowPath> flows, std::span<double> rates);
 
+  // Room for up to this many flows and hops at once, so solves never reallocate (fresh pages
+  // are zeroed by the kernel, which costs more than the solve on VMs).
+  void reserve(std::size_t flows, std::size_t hops);
+
   // A flow with this path and rate no longer transfers.
   void remove(std::span<const Hop> hops, const FlowPath& path, double rate);
 

@@ -143,7 +143,10 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
   // The shortest-path DAG from `from`: vertices in order of discovery, edges sorted by decreasing
   // distance of their tail (a topological order). Scratch arrays are indexed by vertex and reset
   // through `order`, so building a segment allocates only what it keeps.
-  Segment s;
+  std::vector<DagEdge>& dag = dag_scratch_;
+  std::vector<Hop>& split = split_scratch_;
+  dag.clear();
+  split.clear();
   order_.assign(1, from);
   mark_[from] = 1;
   for (std::size_t i = 0; i < order_.size(); ++i) {
@@ -153,7 +156,7 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
       const VertexId v = boost::target(*e, g);
       if (f.dist[v] == unreached || !(v == to || may_transit(v, transit))) continue;
       if (!tight(f.dist[u], cost_[g[*e].id], f.dist[v])) continue;
-      s.dag.push_back({u, v, g[*e].id});
+      dag.push_back({u, v, g[*e].id});
       if (!mark_[v]) {
         mark_[v] = 1;
         order_.push_back(v);
@@ -161,29 +164,30 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
     }
   }
   // A single path (|E| = |V| - 1) is already in order; only true multipaths need sorting.
-  if (s.dag.size() + 1 != order_.size())
-    std::stable_sort(s.dag.begin(), s.dag.end(),
+  if (dag.size() + 1 != order_.size())
+    std::stable_sort(dag.begin(), dag.end(),
                      [&](const DagEdge& a, const DagEdge& b) { return f.dist[a.from] > f.dist[b.from]; });
   // Paths from `from` to each vertex and from each vertex to `to`: share(u→v) = to[u]·from[v]/total.
   for (VertexId v : order_) paths_to_[v] = paths_from_[v] = latency_to_[v] = 0.0;
   paths_to_[from] = 1.0;
   paths_from_[to] = 1.0;
-  for (const DagEdge& e : s.dag) {
+  for (const DagEdge& e : dag) {
     paths_to_[e.to] += paths_to_[e.from];
     latency_to_[e.to] = std::max(latency_to_[e.to], latency_to_[e.from] + topo_.link(e.link).latency_s);
   }
-  for (auto it = s.dag.rbegin(); it != s.dag.rend(); ++it) paths_from_[it->from] += paths_from_[it->to];
+  for (auto it = dag.rbegin(); it != dag.rend(); ++it) paths_from_[it->from] += paths_from_[it->to];
   const double total = paths_to_[to];
-  for (const DagEdge& e : s.dag) {
+  for (const DagEdge& e : dag) {
     const double share = paths_to_[e.from] * paths_from_[e.to] / total;
-    if (share > 0.0) s.split.push_back({e.link, static_cast<float>(share)});
+    if (share > 0.0) split.push_back({e.link, static_cast<float>(share)});
   }
+  for (VertexId v : order_) mark_[v] = 0;
+  // Copied out at their exact size: a segment is built once and kept.
+  Segment s;
   s.latency_s = latency_to_[to];
   s.single = total == 1.0;
-  for (VertexId v : order_) mark_[v] = 0;
-  if (s.single) s.dag.clear();  // a single path needs no hashing
-  s.dag.shrink_to_fit();
-  s.split.shrink_to_fit();
+  if (!s.single) s.dag.assign(dag.begin(), dag.end());  // a single path needs no hashing
+  s.split.assign(split.begin(), split.end());
   const Segment& stored = segments_.emplace(key, std::move(s)).first->second;
   memo = {key, &stored};
   return stored;

@@ -65,6 +65,8 @@ class Router {
   // Scratch for building a segment, indexed by vertex.
   std::vector<VertexId> order_;
   std::vector<std::pair<double, VertexId>> dijkstra_heap_;
+  std::vector<DagEdge> dag_scratch_;
+  std::vector<Hop> split_scratch_;
   std::vector<char> mark_;
   std::vector<double> paths_to_, paths_from_, latency_to_;
   std::vector<Hop> hops_;
