@@ -3,7 +3,9 @@
 #include "maxmin.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <stdexcept>
 
 namespace basp {
 namespace {
@@ -12,6 +14,10 @@ constexpr double tie = 1e-9;  // relative: levels this close saturate together
 
 MaxMinSolver::MaxMinSolver(std::size_t links)
     : links_(links) {}
+
+double MaxMinSolver::key(std::uint32_t l) const {
+  return std::max(0.0, links_[l].remaining) / links_[l].weight;
+}
 
 void MaxMinSolver::solve(std::span<const double> capacity, std::span<const Hop> hops,
                          std::span<const FlowPath> flows, std::span<double> rates) {
@@ -88,32 +94,32 @@ void MaxMinSolver::fill(std::span<const Hop> hops, std::span<const FlowPath> flo
   if (frozen_.size() < flows.size()) frozen_.resize(flows.size());
   for (std::uint32_t i : refill_) frozen_[i] = 0;
   std::size_t left = refill_.size();
-  live_.assign(touched_.begin(), touched_.end());
+  // Saturation levels only rise as flows freeze (a link's level λ' = (r − λu)/(w − u) ≥ r/w when
+  // λ ≤ r/w), so a heap of stored levels holds lower bounds: an entry whose level has risen is
+  // pushed again when it surfaces, and the top, once current, is the true minimum.
+  heap_.clear();
+  for (std::uint32_t l : touched_) heap_.push_back({key(l), l});
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   while (left > 0) {
     ++rounds_;
-    // Lowest saturation level among links still carrying unfrozen flows; links whose flows are
-    // all frozen drop out of the scan for good.
-    // One pass: the lowest saturation level among links still carrying unfrozen flows, and the
-    // links within the tie of the running minimum (the minimum only falls, so every link within
-    // the tie of the final level is among them). Links whose flows are all frozen drop out.
     double level = std::numeric_limits<double>::infinity();
-    std::size_t kept = 0;
     saturated_.clear();
-    for (std::uint32_t l : live_) {
-      if (links_[l].unfrozen == 0) continue;
-      live_[kept++] = l;
-      const double key = std::max(0.0, links_[l].remaining) / links_[l].weight;
-      if (key <= level * (1.0 + tie)) {
-        saturated_.push_back(l);
-        level = std::min(level, key);
+    while (!heap_.empty()) {
+      auto [stored, l] = heap_.front();
+      if (stored > level * (1.0 + tie)) break;
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      heap_.pop_back();
+      if (links_[l].unfrozen == 0) continue;  // all its flows froze elsewhere
+      const double current = key(l);
+      if (saturated_.empty() ? current > stored : current > level * (1.0 + tie)) {
+        heap_.push_back({current, l});
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+        continue;
       }
+      if (saturated_.empty()) level = current;
+      saturated_.push_back(l);
     }
-    live_.resize(kept);
-    const double cut = level * (1.0 + tie);
-    std::size_t sat = 0;
-    for (std::uint32_t l : saturated_)
-      if (std::max(0.0, links_[l].remaining) / links_[l].weight <= cut) saturated_[sat++] = l;
-    saturated_.resize(sat);
+    if (saturated_.empty()) throw std::logic_error("max-min: unfrozen flows but no link left to saturate");
     for (std::uint32_t l : saturated_) {
       for (std::uint32_t k = links_[l].begin; k < links_[l].end; ++k) {
         const std::uint32_t i = flows_on_[k];

@@ -58,6 +58,7 @@ class MaxMinSolver {
   std::size_t refilled() const { return refill_.size(); }  // flows the last solve recomputed
 
  private:
+  double key(std::uint32_t l) const;  // the level at which link l saturates
   void fill(std::span<const Hop> hops, std::span<const FlowPath> flows, std::span<double> rates);
 
   // Per-link state in one struct: the freezing loop touches all of it for each hop it visits.
@@ -71,7 +72,7 @@ class MaxMinSolver {
   std::vector<LinkState> links_;
   BigVector<std::uint32_t> flows_on_;
   std::vector<std::uint32_t> touched_;    // links with at least one flow
-  std::vector<std::uint32_t> live_;       // touched links that still carry unfrozen flows
+  std::vector<std::pair<double, std::uint32_t>> heap_;  // (saturation level, link), lower bounds
   BigVector<char> frozen_;
   std::vector<std::uint32_t> saturated_;
   BigVector<std::uint32_t> refill_;     // flows being (re)computed by this solve
