@@ -3,9 +3,8 @@
 #include "engine.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
-#include <functional>
+#include <string>
 #include <limits>
 #include <stdexcept>
 
@@ -87,6 +86,12 @@ void Engine::solve_rates(bool added, double min_removed_rate) {
 #endif
 }
 
+void Engine::carry(const FlowPath& f, double bytes) {
+  if (carried_.empty()) carried_.assign(capacity_.size(), 0.0);
+  for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
+    carried_[hops_[h].link] += bytes * hops_[h].share * f.multiplicity;
+}
+
 void Engine::check_invariants() const {
   std::vector<double> load(capacity_.size(), 0.0);
   for (std::size_t i = 0; i < active_.size(); ++i) {
@@ -145,6 +150,9 @@ RunStats Engine::run() {
     for (std::size_t i = 0; i < active_.size();) {
       if (remaining_[i] <= rate_[i] * (dt + tol)) {
         const std::uint32_t f = active_[i];
+#ifdef BASP_CHECK_INVARIANTS
+        carry(active_paths_[i], remaining_[i]);
+#endif
         solver_.remove(hops_, active_paths_[i], rate_[i]);
         min_removed_rate = std::min(min_removed_rate, rate_[i]);
         removed = true;
@@ -160,6 +168,9 @@ RunStats Engine::run() {
         finish(task_of_[f], now);
         continue;
       }
+#ifdef BASP_CHECK_INVARIANTS
+      carry(active_paths_[i], rate_[i] * dt);
+#endif
       remaining_[i] -= rate_[i] * dt;
       ++i;
     }
@@ -170,17 +181,17 @@ RunStats Engine::run() {
       pending_.erase(pending_.begin());
       std::sort(bucket_.begin(), bucket_.end());
       for (const TaskId t : bucket_) {
-      if (kind_[t] == Kind::flow && bytes_[flow_of_[t]] > 0.0) {
-        ++stats_.events;
-        const std::uint32_t f = flow_of_[t];
-        active_.push_back(f);
-        active_paths_.push_back(paths_[f]);
-        remaining_.push_back(bytes_[f]);
-        rate_.push_back(0.0);
-        added = true;
-      } else {
-        finish(t, now);
-      }
+        if (kind_[t] == Kind::flow && bytes_[flow_of_[t]] > 0.0) {
+          ++stats_.events;
+          const std::uint32_t f = flow_of_[t];
+          active_.push_back(f);
+          active_paths_.push_back(paths_[f]);
+          remaining_.push_back(bytes_[f]);
+          rate_.push_back(0.0);
+          added = true;
+        } else {
+          finish(t, now);
+        }
       }
       bucket_.clear();
     }
@@ -192,6 +203,13 @@ RunStats Engine::run() {
   stats_.end_s = now;
   for (TaskId t = 0; t < tasks; ++t)
     if (!(finish_[t] < inf)) throw std::logic_error("engine: a task never finished (dependency cycle)");
+#ifdef BASP_CHECK_INVARIANTS
+  // Every byte delivered: what the rates carried over time equals what the paths say each link carries.
+  for (std::size_t l = 0; l < carried_.size(); ++l)
+    if (std::abs(carried_[l] - link_bytes_[l]) > 1e-6 * std::max(1.0, link_bytes_[l]))
+      throw std::logic_error("engine: link " + std::to_string(l) + " carried " + std::to_string(carried_[l]) +
+                             " B, its flows hold " + std::to_string(link_bytes_[l]) + " B");
+#endif
   return stats_;
 }
 

@@ -57,9 +57,11 @@ class Engine {
   void finish(TaskId t, double now);
   void solve_rates(bool added, double min_removed_rate);
   void check_invariants() const;
+  void carry(const FlowPath& f, double bytes);  // invariant checks: bytes moved over f's links
 
   std::vector<double> capacity_;
   std::vector<double> link_bytes_;
+  std::vector<double> carried_;  // invariant checks only: bytes the rates moved, per link
   // Per task.
   BigVector<Kind> kind_;
   BigVector<double> duration_;  // delay: its duration; flow: its wait before transferring
