@@ -30,14 +30,13 @@ void MaxMinSolver::solve(std::span<const double> capacity, std::span<const Hop> 
       const double use = double(f.multiplicity) * hops[h].share;
       if (links_[l].unfrozen++ == 0) {
         touched_.push_back(l);
-        links_[l].load = 0.0;
         links_[l].remaining = capacity[l];
         links_[l].weight = use;
       } else {
         links_[l].weight += use;
       }
     }
-  fill(hops, flows, rates);
+  fill(capacity, hops, flows, rates);
 }
 
 void MaxMinSolver::reserve(std::size_t flows, std::size_t hops) {
@@ -73,13 +72,14 @@ void MaxMinSolver::solve_from(double level, std::span<const double> capacity, st
     }
   }
   for (std::uint32_t l : touched_) links_[l].remaining = capacity[l] - links_[l].load;
-  fill(hops, flows, rates);
+  fill(capacity, hops, flows, rates);
 }
 
-// Progressive filling of the flows in refill_ over the links in touched_: remaining_ already
-// excludes every other flow, unfrozen_ and weight_ count the refilled flows. Adds the new rates
-// to load_.
-void MaxMinSolver::fill(std::span<const Hop> hops, std::span<const FlowPath> flows, std::span<double> rates) {
+// Progressive filling of the flows in refill_ over the links in touched_: `remaining` already
+// excludes every other flow, `unfrozen` and `weight` count the refilled flows. Leaves each touched
+// link's `load` up to date.
+void MaxMinSolver::fill(std::span<const double> capacity, std::span<const Hop> hops, std::span<const FlowPath> flows,
+                        std::span<double> rates) {
   rounds_ = 0;
   std::uint32_t offset = 0;
   for (std::uint32_t l : touched_) {
@@ -132,13 +132,14 @@ void MaxMinSolver::fill(std::span<const Hop> hops, std::span<const FlowPath> flo
           const auto m = static_cast<std::uint32_t>(hops[h].link);
           const double use = double(f.multiplicity) * hops[h].share;
           links_[m].remaining -= level * use;
-          links_[m].load += level * use;
           links_[m].weight -= use;
           --links_[m].unfrozen;
         }
       }
     }
   }
+  // Every touched link's load is now its capacity less what the fill left over.
+  for (std::uint32_t l : touched_) links_[l].load = capacity[l] - links_[l].remaining;
 }
 
 }  // namespace basp

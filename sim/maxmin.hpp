@@ -59,7 +59,8 @@ class MaxMinSolver {
 
  private:
   double key(std::uint32_t l) const;  // the level at which link l saturates
-  void fill(std::span<const Hop> hops, std::span<const FlowPath> flows, std::span<double> rates);
+  void fill(std::span<const double> capacity, std::span<const Hop> hops, std::span<const FlowPath> flows,
+            std::span<double> rates);
 
   // Per-link state in one struct: the freezing loop touches all of it for each hop it visits.
   struct LinkState {
