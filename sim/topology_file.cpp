@@ -219,14 +219,6 @@ Topology load_topology(const std::string& name_or_path, const TopologyOverrides&
   return topo;
 }
 
-namespace {
-std::string exact(double v, const char* unit) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g %s", v, unit);
-  return buf;
-}
-}  // namespace
-
 void write_explicit_topology(const Topology& topo, std::ostream& out) {
   const Graph& g = topo.graph;
   out << "# Explicit form of topology '" << topo.name << "' (from " << topo.source << "),\n"
@@ -234,8 +226,8 @@ void write_explicit_topology(const Topology& topo, std::ostream& out) {
       << "name: " << topo.name << "\n"
       << "gpu: " << topo.gpu_kind << "\n"
       << "software:\n"
-      << "  launch_overhead: " << exact(topo.software.launch_s, "s") << "\n"
-      << "  per_peer_overhead: " << exact(topo.software.per_peer_s, "s") << "\n"
+      << "  launch_overhead: " << format_exact(topo.software.launch_s, "s") << "\n"
+      << "  per_peer_overhead: " << format_exact(topo.software.per_peer_s, "s") << "\n"
       << "routing:\n"
       << "  ecmp: " << (topo.routing.ecmp == EcmpMode::split ? "split" : "hash") << "\n"
       << "  cross_rail: " << (topo.routing.cross_rail == CrossRail::pxn ? "pxn" : "spine") << "\n"
@@ -254,7 +246,7 @@ void write_explicit_topology(const Topology& topo, std::ostream& out) {
   for (int id = 0; id < topo.link_count(); ++id) {
     const Link& l = topo.link(id);
     out << "    - {from: " << g[l.from].name << ", to: " << g[l.to].name
-        << ", bandwidth: " << exact(l.capacity_Bps, "B/s") << ", latency: " << exact(l.latency_s, "s")
+        << ", bandwidth: " << format_exact(l.capacity_Bps, "B/s") << ", latency: " << format_exact(l.latency_s, "s")
         << ", class: " << to_string(l.cls) << "}\n";
   }
 }

@@ -72,12 +72,14 @@ std::string quantity_examples(Quantity kind) {
 }
 
 namespace {
-std::string with_unit(double v, const char* unit) {
+std::string with_unit(double v, const char* unit, const char* format = "%.4g %s") {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.4g %s", v, unit);
+  std::snprintf(buf, sizeof buf, format, v, unit);
   return buf;
 }
 }  // namespace
+
+std::string format_exact(double value, const char* unit) { return with_unit(value, unit, "%.17g %s"); }
 
 std::string format_bytes(double b) {
   if (b >= 1073741824.0) return with_unit(b / 1073741824.0, "GiB");

@@ -22,5 +22,7 @@ std::string quantity_examples(Quantity kind);
 std::string format_bytes(double bytes);          // "64 MiB", "1.5 GB"
 std::string format_bandwidth(double bytes_per_s);  // "50 GB/s"
 std::string format_time(double seconds);         // "12.3 us"
+// Every digit, for files read back by programs: "5.0000000000000001e-07 s".
+std::string format_exact(double value, const char* unit);
 
 }  // namespace basp

@@ -4,7 +4,9 @@
 
 #include "input_error.hpp"
 
+#include <charconv>
 #include <cmath>
+#include <type_traits>
 #include <fstream>
 #include <sstream>
 
@@ -53,6 +55,26 @@ std::string YamlFields::choice(const std::string& key, std::initializer_list<con
   fail(key, "'" + value + "' is not allowed; use one of: " + list);
 }
 
+namespace {
+// The whole text as one number of type T, or nothing (no partial parses, no infinities).
+template <class T>
+std::optional<T> parse_whole(const std::string& s) {
+  T value{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  if constexpr (std::is_floating_point_v<T>)
+    if (!std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+template <class T>
+std::string range_text(T value, T min, T max) {
+  std::ostringstream msg;
+  msg << value << " is out of range [" << min << ", " << max << "]";
+  return msg.str();
+}
+}  // namespace
+
 long YamlFields::integer(const std::string& key, long min, long max, std::optional<long> fallback) {
   read_.insert(key);
   if (!has(key)) {
@@ -60,42 +82,23 @@ long YamlFields::integer(const std::string& key, long min, long max, std::option
     fail(key, "is required");
   }
   const std::string s = text(key);
-  std::size_t used = 0;
-  long value = 0;
-  try {
-    value = std::stol(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size()) fail(key, "'" + s + "' is not a whole number");
-  if (value < min || value > max)
-    fail(key, std::to_string(value) + " is out of range [" + std::to_string(min) + ", " +
-                  std::to_string(max) + "]");
-  return value;
+  const auto value = parse_whole<long>(s);
+  if (!value) fail(key, "'" + s + "' is not a whole number");
+  if (*value < min || *value > max) fail(key, range_text(*value, min, max));
+  return *value;
 }
 
-double YamlFields::number(const std::string& key, double min, double max,
-                          std::optional<double> fallback) {
+double YamlFields::number(const std::string& key, double min, double max, std::optional<double> fallback) {
   read_.insert(key);
   if (!has(key)) {
     if (fallback) return *fallback;
     fail(key, "is required");
   }
   const std::string s = text(key);
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size() || !std::isfinite(value)) fail(key, "'" + s + "' is not a number");
-  if (value < min || value > max) {
-    std::ostringstream msg;
-    msg << value << " is out of range [" << min << ", " << max << "]";
-    fail(key, msg.str());
-  }
-  return value;
+  const auto value = parse_whole<double>(s);
+  if (!value) fail(key, "'" + s + "' is not a number");
+  if (*value < min || *value > max) fail(key, range_text(*value, min, max));
+  return *value;
 }
 
 double YamlFields::quantity(const std::string& key, Quantity kind, std::optional<double> fallback) {
@@ -124,18 +127,12 @@ std::vector<long> YamlFields::integers(const std::string& key, long min, long ma
   std::vector<long> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::string s = v[i].IsScalar() ? v[i].Scalar() : "";
-    std::size_t used = 0;
-    long value = 0;
-    try {
-      value = std::stol(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != s.size() || value < min || value > max)
+    const auto value = parse_whole<long>(s);
+    if (!value || *value < min || *value > max)
       throw InputError(file_, v[i].Mark().line + 1, field(key) + "[" + std::to_string(i) + "]",
                        "'" + s + "' is not a whole number in [" + std::to_string(min) + ", " +
                            std::to_string(max) + "]");
-    out.push_back(value);
+    out.push_back(*value);
   }
   return out;
 }
