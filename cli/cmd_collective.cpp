@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -42,9 +43,17 @@ std::vector<double> sizes(const CollectiveArgs& a) {
   const double lo = parse_flag_quantity("-b", a.min_size, Quantity::bytes);
   const double hi = parse_flag_quantity("-e", a.max_size, Quantity::bytes);
   if (!(a.factor > 1.0)) throw InputError("", 0, "-f", "the size factor must be > 1");
-  if (!(lo > 0.0) || hi < lo) throw InputError("", 0, "-e", "need 0 < MIN <= MAX");
+  if (!(lo > 0.0)) throw InputError("", 0, "-b", "the smallest size must be > 0");
+  if (hi < lo) throw InputError("", 0, "-e", "the largest size must be >= the smallest (-b)");
+  // Whole bytes, as nccl-tests sizes are; a sweep is a table, not a stress test.
+  constexpr std::size_t max_rows = 1000;
   std::vector<double> out;
-  for (double s = lo; s <= hi * (1 + 1e-12); s *= a.factor) out.push_back(s);
+  for (double s = lo; s <= hi * (1 + 1e-12); s *= a.factor) {
+    if (out.size() == max_rows)
+      throw InputError("", 0, "-f", "the sweep would have more than " + std::to_string(max_rows) +
+                                        " sizes: use a larger factor or a narrower range");
+    out.push_back(std::round(s));
+  }
   return out;
 }
 

@@ -51,23 +51,31 @@ void add_alltoall(Engine& engine, Router& router, const Topology& topo, std::spa
   for (int i = 0; i < n; ++i) engine.depends(done[i], call[i]);
 }
 
-// Rings ordered as NCCL orders them: node-major, one ring per NIC the group uses in a node; ring c
-// visits each node's members rotated by c, so its inter-node hop leaves on a different rail.
+// Rings ordered as NCCL orders them: node-major, one ring per NIC the group uses in a node. Ring c
+// enters every node at the first member whose NIC is the node's c-th NIC, and visits the others in
+// rank order from there, so each channel's inter-node traffic lands on a NIC of its own.
 std::vector<std::vector<int>> rings(const Topology& topo, std::span<const int> group) {
   std::vector<int> members(group.begin(), group.end());
   std::sort(members.begin(), members.end());
   std::map<int, std::vector<int>> by_node;
   for (int r : members) by_node[topo.node_of_rank(r)].push_back(r);
-  int channels = 1;
-  if (by_node.size() > 1) {
-    std::set<int> nics;
-    for (int r : by_node.begin()->second) nics.insert(topo.graph[topo.gpus[r]].nic);
-    channels = std::max<int>(1, static_cast<int>(nics.size()));
-  }
+  auto rail_of = [&](int rank) {
+    const int nic = topo.graph[topo.gpus[rank]].nic;
+    return nic < 0 ? -1 : topo.graph[nic].rail;
+  };
+  std::set<int> rails;
+  if (by_node.size() > 1)
+    for (int r : by_node.begin()->second) rails.insert(rail_of(r));
+  const std::vector<int> channel_rail(rails.begin(), rails.end());
+  const std::size_t channels = std::max<std::size_t>(1, channel_rail.size());
   std::vector<std::vector<int>> out(channels);
-  for (int c = 0; c < channels; ++c)
-    for (auto& [node, ranks] : by_node)
-      for (std::size_t k = 0; k < ranks.size(); ++k) out[c].push_back(ranks[(k + c) % ranks.size()]);
+  for (std::size_t c = 0; c < channels; ++c)
+    for (auto& [node, ranks] : by_node) {
+      std::size_t start = 0;
+      if (c < channel_rail.size())
+        while (start + 1 < ranks.size() && rail_of(ranks[start]) != channel_rail[c]) ++start;
+      for (std::size_t k = 0; k < ranks.size(); ++k) out[c].push_back(ranks[(start + k) % ranks.size()]);
+    }
   return out;
 }
 

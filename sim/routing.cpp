@@ -42,6 +42,7 @@ Router::Router(const Topology& topo) : topo_(topo) {
   for (VertexId v = 0; v < n; ++v)
     if (g[v].kind == VertexKind::nic) rails_ = std::max<std::size_t>(rails_, g[v].rail + 1);
   to_proxy_.assign(n * rails_, nullptr);
+  no_pxn_.assign(n * rails_, 0);
   from_nic_.assign(n, nullptr);
   paths_to_.assign(n, 0.0);
   paths_from_.assign(n, 0.0);
@@ -58,13 +59,16 @@ Router::Router(const Topology& topo) : topo_(topo) {
       VertexId u = todo.front();
       todo.pop_front();
       if (u != start && !may_transit(u, Transit::scale_up)) continue;
-      for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
-        VertexId v = boost::target(*e, g);
+      // Either direction, as finalize_topology checks connectivity; a one-way link that leaves
+      // no directed path then gives a clear "no route" error rather than a NIC-less scale-out route.
+      auto visit = [&](VertexId v) {
         const VertexKind k = g[v].kind;
-        if (domain_[v] >= 0 || k == VertexKind::nic || k == VertexKind::fabric_switch) continue;
+        if (domain_[v] >= 0 || k == VertexKind::nic || k == VertexKind::fabric_switch) return;
         domain_[v] = domains;
         todo.push_back(v);
-      }
+      };
+      for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) visit(boost::target(*e, g));
+      for (auto [e, end] = boost::in_edges(u, g); e != end; ++e) visit(boost::source(*e, g));
     }
     ++domains;
   }
@@ -84,6 +88,7 @@ Router::Router(const Topology& topo) : topo_(topo) {
 bool Router::may_transit(VertexId v, Transit transit) const {
   const VertexKind k = topo_.graph[v].kind;
   switch (transit) {
+    case Transit::nvlink: return k == VertexKind::nvswitch;
     case Transit::scale_up: return k == VertexKind::nvswitch || k == VertexKind::pcie || k == VertexKind::host;
     case Transit::local: return k == VertexKind::pcie || k == VertexKind::host;
     case Transit::fabric: return k == VertexKind::fabric_switch;
@@ -111,6 +116,7 @@ void Router::distances_to(VertexId to, Transit transit) {
     if (v != to && !may_transit(v, transit)) continue;  // endpoints are reached, never passed through
     for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
       const VertexId u = boost::source(*e, g);
+      if (transit == Transit::nvlink && topo_.link(g[*e].id).cls != LinkClass::nvlink) continue;
       const double du = d + cost_[g[*e].id];
       if (du < f.dist[u]) {
         if (f.dist[u] == unreached) f.touched.push_back(u);
@@ -136,7 +142,10 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
   const Field& f = fields_[static_cast<int>(transit)];
   const Graph& g = topo_.graph;
   if (f.dist[from] == unreached) {
-    const char* how = transit == Transit::fabric ? "over the fabric" : transit == Transit::local ? "over PCIe" : "over NVLink/PCIe";
+    const char* how = transit == Transit::fabric  ? "over the fabric"
+                      : transit == Transit::local ? "over PCIe"
+                      : transit == Transit::nvlink ? "over NVLink"
+                                                   : "over NVLink/PCIe";
     throw InputError(topo_.source, 0, "", "no route from " + g[from].name + " to " + g[to].name + " " + how);
   }
 
@@ -155,6 +164,7 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
     for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
       const VertexId v = boost::target(*e, g);
       if (f.dist[v] == unreached || !(v == to || may_transit(v, transit))) continue;
+      if (transit == Transit::nvlink && topo_.link(g[*e].id).cls != LinkClass::nvlink) continue;
       if (!tight(f.dist[u], cost_[g[*e].id], f.dist[v])) continue;
       dag.push_back({u, v, g[*e].id});
       if (!mark_[v]) {
@@ -235,6 +245,10 @@ RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
     append(segment(s, d, Transit::scale_up), salt, latency);
     return {hops_, latency};
   }
+  if (g[s].nic < 0 || g[d].nic < 0)
+    throw InputError(topo_.source, 0, "", "no route from " + g[s].name + " to " + g[d].name +
+                                              ": they share no NVLink/PCIe domain and " +
+                                              g[g[s].nic < 0 ? s : d].name + " has no NIC");
   const VertexId nic_d = g[d].nic;
   VertexId proxy = s;
   if (topo_.rail_optimized && topo_.routing.cross_rail == CrossRail::pxn &&
@@ -244,10 +258,20 @@ RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
     if (rail < static_cast<int>(rails.size()) && rails[rail] != ~VertexId(0)) proxy = rails[rail];
   }
   if (proxy != s) {
-    // Each GPU has one PXN hop per rail: cache it by (GPU, rail) rather than in the map.
+    // Each GPU has one PXN hop per rail: cache it by (GPU, rail) rather than in the map. NCCL
+    // uses PXN over NVLink only; without an NVLink path the GPU sends through its own NIC.
     const std::size_t slot = std::size_t(s) * rails_ + g[nic_d].rail;
-    if (!to_proxy_[slot]) to_proxy_[slot] = &segment(s, proxy, Transit::scale_up);
-    append(*to_proxy_[slot], salt, latency);
+    if (!to_proxy_[slot] && !no_pxn_[slot]) {
+      distances_to(proxy, Transit::nvlink);
+      if (fields_[static_cast<int>(Transit::nvlink)].dist[s] == unreached)
+        no_pxn_[slot] = 1;
+      else
+        to_proxy_[slot] = &segment(s, proxy, Transit::nvlink);
+    }
+    if (to_proxy_[slot])
+      append(*to_proxy_[slot], salt, latency);
+    else
+      proxy = s;
   }
   const VertexId nic_s = g[proxy].nic;
   append(nic_segment(proxy, true), salt, latency);

@@ -34,7 +34,9 @@ class Router {
   RouteView route(int src_rank, int dst_rank, std::uint64_t salt = 0);
 
  private:
-  enum class Transit : std::uint8_t { scale_up, local, fabric };
+  // What a segment may pass through: NVLink only (PXN hops), NVLink/PCIe (peers in a domain),
+  // PCIe (GPU <-> NIC), the fabric (NIC <-> NIC).
+  enum class Transit : std::uint8_t { nvlink, scale_up, local, fabric };
   struct DagEdge { VertexId from, to; int link; };
   struct Segment {
     std::vector<DagEdge> dag;  // every link of every shortest path, from the source outwards
@@ -55,13 +57,14 @@ class Router {
   std::vector<std::vector<VertexId>> proxy_;  // [node][rail] -> a GPU of that node whose NIC has that rail
   // Scratch distance fields, one per transit class, valid for the destination they were made for.
   struct Field { std::vector<double> dist; std::vector<VertexId> touched; VertexId to = ~VertexId(0); };
-  Field fields_[3];
+  Field fields_[4];
   std::unordered_map<std::uint64_t, Segment> segments_;  // node-based: references stay valid
   std::vector<const Segment*> to_nic_, from_nic_;         // by GPU vertex
   std::size_t rails_ = 0;
   std::vector<const Segment*> to_proxy_;                  // by GPU vertex · rails_ + rail
+  std::vector<char> no_pxn_;                              // same index: no NVLink path to that proxy
   struct Memo { std::uint64_t key = 0; const Segment* segment = nullptr; };
-  Memo memo_[3];                                          // last segment per transit class
+  Memo memo_[4];                                          // last segment per transit class
   // Scratch for building a segment, indexed by vertex.
   std::vector<VertexId> order_;
   std::vector<std::pair<double, VertexId>> dijkstra_heap_;

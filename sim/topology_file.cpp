@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <ostream>
+#include <sstream>
 
 #ifndef BASP_DEFAULT_DATA_DIR
 #define BASP_DEFAULT_DATA_DIR "."
@@ -18,6 +19,12 @@
 
 namespace basp {
 namespace {
+
+// Ranges shared by the YAML fields and the command-line overrides of the same values.
+constexpr long max_nodes = 1 << 20;
+constexpr long max_nodes_per_leaf = 1 << 16;
+constexpr long max_spines = 4096;
+constexpr double min_oversubscription = 1e-3, max_oversubscription = 1e3;
 
 void read_common(YamlFields& f, SoftwareCosts& sw, RoutingOptions& routing) {
   if (f.has("software")) {
@@ -41,7 +48,7 @@ void read_common(YamlFields& f, SoftwareCosts& sw, RoutingOptions& routing) {
 
 TopologyTemplate read_template(YamlFields& f) {
   TopologyTemplate t;
-  t.nodes = static_cast<int>(f.integer("nodes", 1, 1 << 20));
+  t.nodes = static_cast<int>(f.integer("nodes", 1, max_nodes));
   YamlFields n = f.map("node");
   const std::string kind = n.choice("kind", {"nvswitch", "nvlink-mesh", "pcie"});
   t.node.kind = kind == "nvswitch" ? NodeKind::nvswitch : kind == "nvlink-mesh" ? NodeKind::nvlink_mesh : NodeKind::pcie;
@@ -89,9 +96,9 @@ TopologyTemplate read_template(YamlFields& f) {
     t.fabric.latency_s = fb.quantity("latency", Quantity::time);
   }
   if (t.fabric.kind == FabricKind::leaf_spine || t.fabric.kind == FabricKind::rail) {
-    t.fabric.nodes_per_leaf = static_cast<int>(fb.integer("nodes_per_leaf", 1, 1 << 16));
-    t.fabric.oversubscription = fb.number("oversubscription", 1e-3, 1e3, 1.0);
-    t.fabric.spines = static_cast<int>(fb.integer("spines", 1, 4096));
+    t.fabric.nodes_per_leaf = static_cast<int>(fb.integer("nodes_per_leaf", 1, max_nodes_per_leaf));
+    t.fabric.oversubscription = fb.number("oversubscription", min_oversubscription, max_oversubscription, 1.0);
+    t.fabric.spines = static_cast<int>(fb.integer("spines", 1, max_spines));
   }
   fb.reject_unknown();
   return t;
@@ -204,14 +211,21 @@ Topology load_topology(const std::string& name_or_path, const TopologyOverrides&
     t.gpu_kind = gpu;
     t.software = sw;
     t.routing = routing;
-    auto positive = [](auto value, const char* flag) {
-      if (!(value > 0)) throw InputError("", 0, flag, "must be > 0");
+    auto in_range = [](auto value, auto min, auto max, const char* flag) {
+      if (!(value >= min && value <= max)) {
+        std::ostringstream msg;
+        msg << value << " is out of range [" << min << ", " << max << "]";
+        throw InputError("", 0, flag, msg.str());
+      }
       return value;
     };
-    if (o.nodes) t.nodes = positive(*o.nodes, "--nodes");
-    if (o.oversubscription) t.fabric.oversubscription = positive(*o.oversubscription, "--oversubscription");
-    if (o.nodes_per_leaf) t.fabric.nodes_per_leaf = positive(*o.nodes_per_leaf, "--nodes-per-leaf");
-    if (o.spines) t.fabric.spines = positive(*o.spines, "--spines");
+    if (o.nodes) t.nodes = static_cast<int>(in_range(long(*o.nodes), 1L, max_nodes, "--nodes"));
+    if (o.oversubscription)
+      t.fabric.oversubscription =
+          in_range(*o.oversubscription, min_oversubscription, max_oversubscription, "--oversubscription");
+    if (o.nodes_per_leaf)
+      t.fabric.nodes_per_leaf = static_cast<int>(in_range(long(*o.nodes_per_leaf), 1L, max_nodes_per_leaf, "--nodes-per-leaf"));
+    if (o.spines) t.fabric.spines = static_cast<int>(in_range(long(*o.spines), 1L, max_spines, "--spines"));
     topo = build_topology(t);
   }
   if (o.ecmp) topo.routing.ecmp = *o.ecmp;

@@ -57,7 +57,7 @@ std::optional<double> parse_quantity(std::string_view text, Quantity kind) {
     case Quantity::time: factor = lookup(time_units, unit); break;
     case Quantity::rate: factor = lookup(rate_units, unit); break;
   }
-  if (!factor) return std::nullopt;
+  if (!factor || !std::isfinite(value * *factor)) return std::nullopt;
   return value * *factor;
 }
 

@@ -110,6 +110,7 @@ double YamlFields::quantity(const std::string& key, Quantity kind, std::optional
   const std::string s = text(key);
   auto value = parse_quantity(s, kind);
   if (!value) fail(key, "'" + s + "' is not " + quantity_examples(kind));
+  if (kind == Quantity::bandwidth && !(*value > 0.0)) fail(key, "a bandwidth must be > 0");
   return *value;
 }
 

@@ -86,6 +86,8 @@ TEST_CASE("cli: impossible requests exit 2 with one clear message") {
   CHECK(basp_cli("collective --size 1MiB --op broadcast").code == 2);
   CHECK(basp_cli("collective --size 1MiB --nodes 0 --topology dgx-h100").code == 2);
   CHECK(basp_cli("frobnicate").code == 2);
+  CHECK(basp_cli("collective -b 1 -e 1GB -f 1.0000001").code == 2);  // a million-row sweep
+  CHECK(basp_cli("collective -t dgx-h100 --spines 100000000 --size 1MB").code == 2);
 }
 
 TEST_CASE("cli: the same input gives the same output") {

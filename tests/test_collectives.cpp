@@ -108,3 +108,19 @@ TEST_CASE("collectives running at once share links") {
   const auto half_alone = simulate_collective(t, {.op = CollectiveOp::alltoall, .size_bytes = S, .ranks = 4});
   CHECK(halves.time_s == Approx(half_alone.time_s).epsilon(1e-12));
 }
+
+TEST_CASE("multi-node rings give every NIC its own channel even when GPUs share NICs") {
+  // System: paper-a100-2x4, GPUs 0-1 on NIC 0 and 2-3 on NIC 1, ring all-gather of 1 GiB on 8 ranks.
+  // Expectations: two channels, one entering each node through each NIC: both NIC links of a
+  // node carry the same bytes, and busbw approaches the node's 2 x 25 GB/s.
+  const Topology t = load_topology("paper-a100-2x4");
+  const double size = 1024.0 * 1048576;
+  const auto r = simulate_collective(t, {.op = CollectiveOp::allgather, .size_bytes = size});
+  std::vector<double> into_nic;  // fabric -> NIC links, in link order
+  for (int id = 0; id < t.link_count(); ++id)
+    if (t.link(id).cls == LinkClass::nic && t.graph[t.link(id).to].kind == VertexKind::nic)
+      into_nic.push_back(r.link_bytes[id]);
+  REQUIRE(into_nic.size() == 4);
+  for (double b : into_nic) CHECK(b == Approx(into_nic[0]).epsilon(1e-12));
+  CHECK(r.busbw_Bps == Approx(50e9).epsilon(0.01));
+}

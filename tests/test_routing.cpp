@@ -1,10 +1,15 @@
 // Routes as NCCL takes them: NVLink inside a node, the GPU's own NIC out of it, PXN across rails
 // (or the spines when told), and equal-cost spine paths split evenly or hashed per flow.
+#include "helpers.hpp"
+#include "input_error.hpp"
 #include "routing.hpp"
 #include "topology_file.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -87,4 +92,48 @@ TEST_CASE("PCIe-only nodes route GPU peers through switches and sockets") {
   CHECK(path_names(t, router.route(0, 1)) == std::vector<std::string>{"n0.pcie0", "n0.gpu1"});
   CHECK(path_names(t, router.route(0, 7)) ==
         std::vector<std::string>{"n0.pcie0", "n0.cpu0", "n0.cpu1", "n0.pcie3", "n0.gpu7"});
+}
+
+TEST_CASE("PXN only over NVLink: PCIe-only nodes send cross-rail traffic through their own NIC") {
+  // System: pcie-8gpu nodes with one NIC per GPU on a rail fabric. Expectations: rank 0 (rail 0)
+  // to rank 9 (rail 1) leaves through n0.nic0 and crosses a spine; it never hops to n0.gpu1.
+  std::string text;
+  {
+    std::ifstream in(std::string(BASP_DATA_DIR) + "/topologies/pcie-8gpu.yaml");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto swap_text = [&](const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  };
+  swap_text("count: 4", "count: 8");
+  swap_text("kind: leaf-spine", "kind: rail");
+  basp::test::TempFile file(text);
+  const Topology t = load_topology(file.path);
+  Router router(t);
+  const auto names = path_names(t, router.route(0, 9));
+  REQUIRE(names.size() >= 4);
+  CHECK(names[0] == "n0.pcie0");
+  CHECK(names[1] == "n0.nic0");
+  CHECK(std::find(names.begin(), names.end(), "n0.gpu1") == names.end());
+}
+
+TEST_CASE("a one-way link that leaves no path is a clear input error, not a crash") {
+  basp::test::TempFile file(R"(name: one-way
+gpu: H100-SXM
+explicit:
+  vertices:
+    - {name: g0, kind: gpu, node: 0}
+    - {name: g1, kind: gpu, node: 0}
+    - {name: sw, kind: nvswitch, node: 0}
+  links:
+    - {from: sw, to: g0, bandwidth: 10 GB/s, latency: 1 us, class: nvlink}
+    - {from: g1, to: sw, bandwidth: 10 GB/s, latency: 1 us, class: nvlink}
+    - {from: sw, to: g1, bandwidth: 10 GB/s, latency: 1 us, class: nvlink}
+)");
+  const Topology t = load_topology(file.path);
+  Router router(t);
+  CHECK_NOTHROW(router.route(1, 0));
+  CHECK_THROWS_AS(router.route(0, 1), InputError);
 }

@@ -74,6 +74,8 @@ TEST_CASE("each bad template field is refused with its name") {
       {"count: 4", "count: 4\n    affinity: [0, 1, 2, 9]", "node.nics.affinity"},
       {"count: 4", "count: 4\n    affinity: [0, 1]", "node.nics.affinity"},
       {"bandwidth: 400 Gb/s", "bandwidth: lots", "node.nics.bandwidth"},
+      {"bandwidth: 400 Gb/s", "bandwidth: 0 Gb/s", "node.nics.bandwidth"},
+      {"bandwidth: 64 GB/s", "bandwidth: 1e300 TB/s", "node.pcie.bandwidth"},
       {"kind: rail", "kind: torus", "fabric.kind"},
       {"kind: rail\n  latency: 0.5 us\n  nodes_per_leaf: 2\n  oversubscription: 1\n  spines: 2", "kind: none",
        "fabric.kind"},
@@ -155,4 +157,18 @@ TEST_CASE("impossible explicit topologies are refused") {
   // CLI size overrides do not apply to explicit files.
   TempFile f(valid_explicit);
   CHECK_THROWS_AS(load_topology(f.path, {.nodes = 4}), InputError);
+}
+
+TEST_CASE("command-line overrides are held to the ranges of the fields they replace") {
+  TempFile f(valid_template);
+  CHECK_THROWS_AS(load_topology(f.path, {.spines = 100000000}), InputError);
+  CHECK_THROWS_AS(load_topology(f.path, {.nodes_per_leaf = 2147483647}), InputError);
+  CHECK_THROWS_AS(load_topology(f.path, {.oversubscription = 1e-320}), InputError);
+  CHECK_THROWS_AS(load_topology(f.path, {.nodes = 2000000}), InputError);
+  try {
+    load_topology(f.path, {.spines = 0});
+    FAIL("accepted --spines 0");
+  } catch (const InputError& e) {
+    CHECK(e.field == "--spines");
+  }
 }

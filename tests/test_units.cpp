@@ -23,4 +23,5 @@ TEST_CASE("malformed quantities are refused - not defaulted") {
   CHECK_FALSE(parse_quantity("10", Quantity::bandwidth));  // a bandwidth needs its unit
   CHECK_FALSE(parse_quantity("-1 us", Quantity::time));
   CHECK_FALSE(parse_quantity("2 us", Quantity::bytes));
+  CHECK_FALSE(parse_quantity("1e300 GB", Quantity::bytes));  // overflows to infinity
 }
