@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <type_traits>
 #include <fstream>
 #include <sstream>
@@ -16,6 +17,11 @@ YamlFields::YamlFields(YAML::Node node, std::string file, std::string path)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {
   if (!node_.IsMap())
     throw InputError(file_, node_.Mark().line + 1, path_, "must be a mapping of fields");
+  // yaml-cpp keeps the first of two equal keys; a second one is a mistake, not an override.
+  std::set<std::string> seen;
+  for (auto it = node_.begin(); it != node_.end(); ++it)
+    if (!seen.insert(it->first.Scalar()).second)
+      throw InputError(file_, it->first.Mark().line + 1, field(it->first.Scalar()), "is given twice");
 }
 
 bool YamlFields::has(const std::string& key) const { return bool(node_[key]); }
@@ -161,6 +167,7 @@ void YamlFields::reject_unknown() const {
 }
 
 YAML::Node load_yaml_file(const std::string& file) {
+  if (std::filesystem::is_directory(file)) throw InputError(file, 0, "", "is a folder, not a YAML file");
   std::ifstream in(file);
   if (!in) throw InputError(file, 0, "", "cannot open the file");
   try {

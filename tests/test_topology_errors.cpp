@@ -87,6 +87,7 @@ TEST_CASE("each bad template field is refused with its name") {
       {"gpu: H100-SXM\n", "", "'gpu'"},
       {"fabric:", "colour: blue\nfabric:", "'colour'"},
       {"  gpus: 4", "  gpus: 4\n  gpu_count: 4", "node.gpu_count"},
+      {"  gpus: 4", "  gpus: 4\n  gpus: 8", "node.gpus"},  // given twice
   };
   for (const Case& c : cases) {
     INFO(c.from << " -> " << c.to);
@@ -111,6 +112,7 @@ TEST_CASE("errors name the file and the line") {
 TEST_CASE("YAML syntax errors and missing files are input errors") {
   CHECK_THROWS_AS(load_topology("/nonexistent/x.yaml"), InputError);
   CHECK_THROWS_AS(load_topology("no-such-topology"), InputError);
+  CHECK_THROWS_AS(load_topology(std::string(BASP_TEST_DATA) + "/"), InputError);  // a folder
   TempFile f("name: [unclosed\n");
   CHECK_THROWS_AS(load_topology(f.path), InputError);
 }
