@@ -89,6 +89,7 @@ std::string format_bytes(double b) {
 }
 
 std::string format_bandwidth(double bps) {
+  if (bps >= 1e12) return with_unit(bps / 1e12, "TB/s");
   if (bps >= 1e9) return with_unit(bps / 1e9, "GB/s");
   if (bps >= 1e6) return with_unit(bps / 1e6, "MB/s");
   return with_unit(bps, "B/s");
