@@ -49,9 +49,10 @@ void run_case(const Case& c, int fd) {
   const basp::CollectiveResult r = basp::simulate_collective(topo, spec);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char line[256];
-  const int n = std::snprintf(line, sizeof line, "%.3f %llu %llu %llu %llu %.9g", wall,
+  const int n = std::snprintf(line, sizeof line, "%.3f %llu %llu %llu %llu %.9g %llu", wall,
                               (unsigned long long)r.stats.flows, (unsigned long long)r.stats.events,
-                              (unsigned long long)r.stats.batches, (unsigned long long)r.stats.solves, r.time_s);
+                              (unsigned long long)r.stats.batches, (unsigned long long)r.stats.solves, r.time_s,
+                              (unsigned long long)r.stats.refilled);
   if (write(fd, line, n) != n) _exit(3);
 }
 
@@ -61,9 +62,10 @@ int main(int argc, char** argv) {
   const char* only = argc > 1 ? argv[1] : nullptr;
   std::printf("# basp bench: all-to-all of 64 MiB per rank on dgx-h100 rail fabrics (PXN), one core\n");
   std::printf("# wall: topology + routing + simulation, in a child process; peak: its max RSS\n#\n");
-  std::printf("# %-44s %8s %9s %11s %11s %8s %7s %12s %8s %s\n", "case", "wall", "peak", "flows", "events",
-              "batches", "solves", "simulated", "target", "");
-  std::printf("# %-44s %8s %9s %11s %11s %8s %7s %12s %8s\n", "", "(s)", "(MiB)", "", "", "", "", "(ms)", "(s)");
+  std::printf("# %-44s %8s %9s %11s %11s %8s %7s %9s %12s %8s %s\n", "case", "wall", "peak", "flows", "events",
+              "batches", "solves", "refill", "simulated", "target", "");
+  std::printf("# %-44s %8s %9s %11s %11s %8s %7s %9s %12s %8s\n", "", "(s)", "(MiB)", "", "", "", "",
+              "(/solve)", "(ms)", "(s)");
   bool all_met = true;
   for (const Case& c : cases) {
     if (only && !std::strstr(c.name, only)) continue;
@@ -83,9 +85,10 @@ int main(int argc, char** argv) {
     rusage usage{};
     wait4(pid, &status, 0, &usage);
     double wall = 0, sim = 0;
-    unsigned long long flows = 0, events = 0, batches = 0, solves = 0;
+    unsigned long long flows = 0, events = 0, batches = 0, solves = 0, refilled = 0;
     if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-        std::sscanf(buf, "%lf %llu %llu %llu %llu %lf", &wall, &flows, &events, &batches, &solves, &sim) != 6) {
+        std::sscanf(buf, "%lf %llu %llu %llu %llu %lf %llu", &wall, &flows, &events, &batches, &solves, &sim,
+                    &refilled) != 7) {
       std::printf("  %-44s FAILED (status %d)\n", c.name, status);
       all_met = false;
       continue;
@@ -94,8 +97,9 @@ int main(int argc, char** argv) {
     all_met = all_met && met;
     char target[16] = "-";
     if (c.target_s > 0) std::snprintf(target, sizeof target, "%.1f", c.target_s);
-    std::printf("  %-44s %8.3f %9.1f %11llu %11llu %8llu %7llu %12.4f %8s %s\n", c.name, wall,
-                usage.ru_maxrss / 1024.0, flows, events, batches, solves, sim * 1e3, target,
+    std::printf("  %-44s %8.3f %9.1f %11llu %11llu %8llu %7llu %9llu %12.4f %8s %s\n", c.name, wall,
+                usage.ru_maxrss / 1024.0, flows, events, batches, solves, solves ? refilled / solves : 0, sim * 1e3,
+                target,
                 c.target_s > 0 ? (met ? "met" : "MISSED") : "");
     std::fflush(stdout);
   }

@@ -79,7 +79,6 @@ void Engine::solve_rates(bool added, double min_removed_rate) {
     solver_.solve(capacity_, hops_, active_paths_, rate_);
   else
     solver_.solve_from(min_removed_rate, capacity_, hops_, active_paths_, rate_);
-  stats_.rounds += solver_.rounds();
   stats_.refilled += solver_.refilled();
 #ifdef BASP_CHECK_INVARIANTS
   check_invariants();

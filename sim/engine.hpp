@@ -26,7 +26,6 @@ struct RunStats {
   std::uint64_t events = 0;   // task starts and finishes
   std::uint64_t batches = 0;  // distinct event times
   std::uint64_t solves = 0;   // max-min solves
-  std::uint64_t rounds = 0;   // progressive-filling rounds over all solves
   std::uint64_t refilled = 0; // flows whose rate a solve recomputed, over all solves
   double end_s = 0.0;         // time the last task finished
 };

@@ -80,7 +80,6 @@ void MaxMinSolver::solve_from(double level, std::span<const double> capacity, st
 // link's `load` up to date.
 void MaxMinSolver::fill(std::span<const double> capacity, std::span<const Hop> hops, std::span<const FlowPath> flows,
                         std::span<double> rates) {
-  rounds_ = 0;
   std::uint32_t offset = 0;
   for (std::uint32_t l : touched_) {
     links_[l].begin = links_[l].end = offset;
@@ -101,7 +100,6 @@ void MaxMinSolver::fill(std::span<const double> capacity, std::span<const Hop> h
   for (std::uint32_t l : touched_) heap_.push_back({key(l), l});
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   while (left > 0) {
-    ++rounds_;
     double level = std::numeric_limits<double>::infinity();
     saturated_.clear();
     while (!heap_.empty()) {

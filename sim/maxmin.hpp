@@ -15,7 +15,7 @@
 // the binding ones. After removals alone the solver therefore keeps those rates and re-fills only
 // the flows at or above r (solve_from), which makes the many small completion events cheap.
 //
-// Cost per full solve: O(incidences + rounds · links touched); no allocation once warmed up.
+// Cost per solve: O(crossings of the refilled flows · log links); no allocation once reserved.
 #pragma once
 
 #include "big_vector.hpp"
@@ -54,7 +54,6 @@ class MaxMinSolver {
   // A flow with this path and rate no longer transfers.
   void remove(std::span<const Hop> hops, const FlowPath& path, double rate);
 
-  std::size_t rounds() const { return rounds_; }  // freezing rounds of the last solve
   std::size_t refilled() const { return refill_.size(); }  // flows the last solve recomputed
 
  private:
@@ -77,7 +76,6 @@ class MaxMinSolver {
   BigVector<char> frozen_;
   std::vector<std::uint32_t> saturated_;
   BigVector<std::uint32_t> refill_;     // flows being (re)computed by this solve
-  std::size_t rounds_ = 0;
 };
 
 }  // namespace basp

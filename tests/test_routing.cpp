@@ -120,19 +120,7 @@ TEST_CASE("PXN only over NVLink: PCIe-only nodes send cross-rail traffic through
 }
 
 TEST_CASE("a one-way link that leaves no path is a clear input error, not a crash") {
-  basp::test::TempFile file(R"(name: one-way
-gpu: H100-SXM
-explicit:
-  vertices:
-    - {name: g0, kind: gpu, node: 0}
-    - {name: g1, kind: gpu, node: 0}
-    - {name: sw, kind: nvswitch, node: 0}
-  links:
-    - {from: sw, to: g0, bandwidth: 10 GB/s, latency: 1 us, class: nvlink}
-    - {from: g1, to: sw, bandwidth: 10 GB/s, latency: 1 us, class: nvlink}
-    - {from: sw, to: g1, bandwidth: 10 GB/s, latency: 1 us, class: nvlink}
-)");
-  const Topology t = load_topology(file.path);
+  const Topology t = load_topology(basp::test::data("one-way-link.yaml"));
   Router router(t);
   CHECK_NOTHROW(router.route(1, 0));
   CHECK_THROWS_AS(router.route(0, 1), InputError);
