@@ -27,7 +27,8 @@ TaskId add_call(Engine& engine, const Topology& topo, int peers, std::span<const
 }
 
 void add_alltoall(Engine& engine, Router& router, const Topology& topo, std::span<const int> group,
-                  double size, std::span<const TaskId> entry, std::vector<TaskId>& done) {
+                  double size, std::span<const TaskId> entry, CollectiveTasks& out) {
+  std::vector<TaskId>& done = out.member_done;
   const int n = static_cast<int>(group.size());
   const std::size_t pairs = std::size_t(n) * (n - 1);
   if (n > 1) {
@@ -49,6 +50,7 @@ void add_alltoall(Engine& engine, Router& router, const Topology& topo, std::spa
       engine.depends(done[j], f);
     }
   for (int i = 0; i < n; ++i) engine.depends(done[i], call[i]);
+  out.member_call = std::move(call);
 }
 
 // Rings ordered as NCCL orders them: node-major, one ring per NIC the group uses in a node. Ring c
@@ -81,7 +83,8 @@ std::vector<std::vector<int>> rings(const Topology& topo, std::span<const int> g
 
 void add_ring(Engine& engine, Router& router, const Topology& topo, CollectiveOp op,
               std::span<const int> group, double size, std::span<const TaskId> entry,
-              std::vector<TaskId>& done) {
+              CollectiveTasks& out) {
+  std::vector<TaskId>& done = out.member_done;
   const int n = static_cast<int>(group.size());
   std::map<int, std::size_t> member;
   for (int i = 0; i < n; ++i) member[group[i]] = i;
@@ -112,10 +115,12 @@ void add_ring(Engine& engine, Router& router, const Topology& topo, CollectiveOp
     }
   }
   for (int i = 0; i < n; ++i) engine.depends(done[i], call[i]);
+  out.member_call = std::move(call);
 }
 
 void add_sendrecv(Engine& engine, Router& router, const Topology& topo, std::span<const int> group,
-                  double size, std::span<const TaskId> entry, std::vector<TaskId>& done) {
+                  double size, std::span<const TaskId> entry, CollectiveTasks& out) {
+  std::vector<TaskId>& done = out.member_done;
   const int n = static_cast<int>(group.size());
   std::vector<TaskId> call(n);
   for (int i = 0; i < n; ++i) call[i] = add_call(engine, topo, n > 1 ? 1 : 0, entry, i);
@@ -129,6 +134,7 @@ void add_sendrecv(Engine& engine, Router& router, const Topology& topo, std::spa
     engine.depends(done[j], f);
   }
   for (int i = 0; i < n; ++i) engine.depends(done[i], call[i]);
+  out.member_call = std::move(call);
 }
 
 }  // namespace
@@ -157,11 +163,11 @@ CollectiveTasks add_collective(Engine& engine, Router& router, const Topology& t
   CollectiveTasks out;
   for (std::size_t i = 0; i < group.size(); ++i) out.member_done.push_back(engine.add_delay(0.0));
   switch (op) {
-    case CollectiveOp::alltoall: add_alltoall(engine, router, topo, group, size, entry, out.member_done); break;
+    case CollectiveOp::alltoall: add_alltoall(engine, router, topo, group, size, entry, out); break;
     case CollectiveOp::allgather:
     case CollectiveOp::reducescatter:
-    case CollectiveOp::allreduce: add_ring(engine, router, topo, op, group, size, entry, out.member_done); break;
-    case CollectiveOp::sendrecv: add_sendrecv(engine, router, topo, group, size, entry, out.member_done); break;
+    case CollectiveOp::allreduce: add_ring(engine, router, topo, op, group, size, entry, out); break;
+    case CollectiveOp::sendrecv: add_sendrecv(engine, router, topo, group, size, entry, out); break;
   }
   return out;
 }

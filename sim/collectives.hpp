@@ -30,6 +30,8 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 std::vector<std::vector<int>> make_groups(int ranks, int groups, Placement placement);
 
 struct CollectiveTasks {
+  std::vector<TaskId> member_call;  // per group member: its call (launch and per-peer overheads);
+                                    // its ready time is when the member entered the call
   std::vector<TaskId> member_done;  // per group member, in group order: its call has returned
 };
 

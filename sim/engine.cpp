@@ -85,6 +85,20 @@ void Engine::solve_rates(bool added, double min_removed_rate) {
 #endif
 }
 
+void Engine::watch_links(std::vector<int> links) {
+  watched_ = std::move(links);
+  watched_load_.assign(watched_.size(), 0.0);
+}
+
+void Engine::sample_watched(double now) {
+  for (std::size_t w = 0; w < watched_.size(); ++w) {
+    const double load = active_.empty() ? 0.0 : solver_.load(watched_[w]);
+    if (load == watched_load_[w]) continue;
+    watched_load_[w] = load;
+    samples_.push_back({now, static_cast<std::uint32_t>(watched_[w]), load});
+  }
+}
+
 void Engine::carry(const FlowPath& f, double bytes) {
   if (carried_.empty()) carried_.assign(capacity_.size(), 0.0);
   for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
@@ -195,6 +209,7 @@ RunStats Engine::run() {
       bucket_.clear();
     }
     if ((added || removed) && !active_.empty()) solve_rates(added, min_removed_rate);
+    if ((added || removed) && !watched_.empty()) sample_watched(now);
     next_finish = inf;
     for (std::size_t i = 0; i < active_.size(); ++i)
       next_finish = std::min(next_finish, now + remaining_[i] / rate_[i]);

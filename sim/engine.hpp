@@ -21,6 +21,13 @@ namespace basp {
 
 using TaskId = std::uint32_t;
 
+// The load of a watched link from time_s until its next sample.
+struct LinkSample {
+  double time_s;
+  std::uint32_t link;
+  double load_Bps;
+};
+
 struct RunStats {
   std::uint64_t flows = 0;    // flow tasks (each may stand for several identical flows)
   std::uint64_t events = 0;   // task starts and finishes
@@ -42,6 +49,9 @@ class Engine {
   // collective does not copy its arrays over and over.
   void reserve(std::size_t tasks, std::size_t flows, std::size_t hops, std::size_t deps);
 
+  // Record the load of these links whenever it changes (for timelines; costs nothing if empty).
+  void watch_links(std::vector<int> links);
+
   RunStats run();  // once
 
   double ready_time(TaskId t) const { return ready_[t]; }
@@ -49,6 +59,7 @@ class Engine {
   // Bytes each link carried (all flows, all of their multiplicity).
   const std::vector<double>& link_bytes() const { return link_bytes_; }
   std::size_t task_count() const { return kind_.size(); }
+  const std::vector<LinkSample>& link_samples() const { return samples_; }
 
  private:
   enum class Kind : std::uint8_t { delay, flow };
@@ -56,6 +67,7 @@ class Engine {
   void finish(TaskId t, double now);
   void solve_rates(bool added, double min_removed_rate);
   void check_invariants() const;
+  void sample_watched(double now);
   void carry(const FlowPath& f, double bytes);  // invariant checks: bytes moved over f's links
 
   std::vector<double> capacity_;
@@ -84,6 +96,9 @@ class Engine {
   std::map<double, BigVector<TaskId>> pending_;
   BigVector<TaskId> bucket_;
   MaxMinSolver solver_;
+  std::vector<int> watched_;
+  std::vector<double> watched_load_;
+  std::vector<LinkSample> samples_;
   RunStats stats_;
   bool ran_ = false;
 };

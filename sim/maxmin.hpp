@@ -55,6 +55,7 @@ class MaxMinSolver {
   void remove(std::span<const Hop> hops, const FlowPath& path, double rate);
 
   std::size_t refilled() const { return refill_.size(); }  // flows the last solve recomputed
+  double load(std::uint32_t link) const { return links_[link].load; }  // B/s the flows now move over it
 
  private:
   double key(std::uint32_t l) const;  // the level at which link l saturates

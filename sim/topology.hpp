@@ -59,6 +59,7 @@ struct Topology {
   std::string name;
   std::string source;          // file it came from
   std::string gpu_kind;        // e.g. "H100-SXM"; the device table lives with the cost model
+  std::string calibration;     // calibration used unless the command line names another ("": none)
   Graph graph;
   std::vector<VertexId> gpus;  // rank r runs on gpus[r]; ranks are ordered node-major
   std::vector<Link> links;     // by link id

@@ -2,6 +2,7 @@
 // overrides, and writes the explicit form and Graphviz. Field docs: topologies/README.md.
 #include "topology_file.hpp"
 
+#include "gpu_kind.hpp"
 #include "input_error.hpp"
 #include "topology_template.hpp"
 #include "yaml_fields.hpp"
@@ -183,6 +184,8 @@ Topology load_topology(const std::string& name_or_path, const TopologyOverrides&
   f.text("description", "");
   f.text("sources", "");  // free text: where the numbers come from
   const std::string gpu = f.text("gpu");
+  if (!lookup_gpu_kind(gpu)) f.fail("gpu", "unknown GPU kind '" + gpu + "' (known: " + known_gpu_kinds() + ")");
+  const std::string calibration = f.text("calibration", "");
   SoftwareCosts sw;
   RoutingOptions routing;
   Topology topo;
@@ -199,6 +202,7 @@ Topology load_topology(const std::string& name_or_path, const TopologyOverrides&
     template_only(o.spines.has_value(), "--spines");
     topo.name = name;
     topo.gpu_kind = gpu;
+    topo.calibration = calibration;
     topo.software = sw;
     topo.routing = routing;
     finalize_topology(topo);
@@ -227,6 +231,7 @@ Topology load_topology(const std::string& name_or_path, const TopologyOverrides&
       t.fabric.nodes_per_leaf = static_cast<int>(in_range(long(*o.nodes_per_leaf), 1L, max_nodes_per_leaf, "--nodes-per-leaf"));
     if (o.spines) t.fabric.spines = static_cast<int>(in_range(long(*o.spines), 1L, max_spines, "--spines"));
     topo = build_topology(t);
+    topo.calibration = calibration;
   }
   if (o.ecmp) topo.routing.ecmp = *o.ecmp;
   if (o.cross_rail) topo.routing.cross_rail = *o.cross_rail;
@@ -239,6 +244,7 @@ void write_explicit_topology(const Topology& topo, std::ostream& out) {
       << "# written by basp topo --explicit: every vertex and directed link.\n"
       << "name: " << topo.name << "\n"
       << "gpu: " << topo.gpu_kind << "\n"
+      << (topo.calibration.empty() ? "" : "calibration: " + topo.calibration + "\n")
       << "software:\n"
       << "  launch_overhead: " << format_exact(topo.software.launch_s, "s") << "\n"
       << "  per_peer_overhead: " << format_exact(topo.software.per_peer_s, "s") << "\n"

@@ -1,0 +1,106 @@
+// Registration of the simulate options and their conversion to a StepConfig. Sequence lengths
+// take K (×1024) and M (×1024²) suffixes, as people write them ("16K", "128K").
+#include "simulate_options.hpp"
+
+#include "gpu_kind.hpp"
+#include "input_error.hpp"
+
+#include <cctype>
+#include <cstdio>
+
+namespace basp::cli {
+namespace {
+
+long parse_tokens(const std::string& text) {
+  std::size_t used = 0;
+  long value = -1;
+  try {
+    value = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string suffix = text.substr(used);
+  long scale = 1;
+  if (suffix == "K" || suffix == "k") scale = 1024;
+  else if (suffix == "M" || suffix == "m") scale = 1024 * 1024;
+  else if (!suffix.empty()) value = -1;
+  if (used == 0 || value < 1 || value > (1L << 40) / scale)
+    throw InputError("", 0, "--seq", "'" + text + "' is not a sequence length (tokens, e.g. 16384, 16K, 128K)");
+  return value * scale;
+}
+
+}  // namespace
+
+void add_simulate_options(CLI::App& app, SimulateArgs& a) {
+  a.topo.add_to(app, "paper-a100-2x4");
+  app.add_option("--model,-m", a.model, "Shipped model name (models/NAME.yaml) or a YAML file")->capture_default_str();
+  app.add_option("--seq", a.seq, "Tokens per sequence (16384, 16K, 128K)")->capture_default_str();
+  app.add_option("--batch", a.batch, "Micro-batch: sequences per SP group (BASP's B)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--sp", a.sp, "SP group size N (0 = every GPU of the job)")->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
+  app.add_option("--gpus", a.gpus, "GPUs of the job G = DP x N (0 = every GPU of the topology; grow with --nodes)")
+      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+  app.add_option("--strategy,-s", a.strategies, "Strategies to compare: ulysses, basp, sp-dp, ring, usp")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"ulysses", "basp", "sp-dp", "ring", "usp"}))
+      ->capture_default_str();
+  app.add_option("--placement", a.placement, "BASP groups: contiguous or strided ranks")
+      ->check(CLI::IsMember({"contiguous", "strided"}))->capture_default_str();
+  app.add_option("--zero", a.zero, "ZeRO stage 0-3")->check(CLI::Range(0, 3))->capture_default_str();
+  app.add_option("--zero-group", a.zero_group,
+                 "Shard within groups of M ranks, replicate and all-reduce across them (hpZ/HSDP; 0 = all ranks)")
+      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+  app.add_flag("--checkpointing", a.checkpointing, "Full activation checkpointing (recomputes each layer's forward)");
+  app.add_option("--calibration", a.calibration,
+                 "Calibration name or file (default: the topology's own; 'none': documented defaults)");
+  app.add_option("--replica-batch", a.replica_batch, "sp-dp: sequences per replica (B = the paper's foil)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--ulysses-degree", a.ulysses_degree, "usp: Ulysses degree U, rings of N/U (0 = GPUs per node)")
+      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+}
+
+StepConfig to_step_config(const SimulateArgs& a) {
+  StepConfig c;
+  c.topology = a.topo.topology;
+  c.overrides = a.topo.overrides;
+  if (!a.topo.ecmp.empty()) c.overrides.ecmp = a.topo.ecmp == "split" ? EcmpMode::split : EcmpMode::hash;
+  if (!a.topo.cross_rail.empty()) c.overrides.cross_rail = a.topo.cross_rail == "pxn" ? CrossRail::pxn : CrossRail::spine;
+  c.model = a.model;
+  c.seq = parse_tokens(a.seq);
+  c.batch = a.batch;
+  c.sp = a.sp;
+  c.gpus = a.gpus;
+  c.strategies.clear();
+  for (const std::string& s : a.strategies) {
+    const Strategy strategy = *parse_strategy(s);  // CLI11 checked membership
+    for (Strategy seen : c.strategies)
+      if (seen == strategy) throw InputError("", 0, "--strategy", "'" + s + "' is named twice");
+    c.strategies.push_back(strategy);
+  }
+  c.placement = a.placement == "strided" ? Placement::strided : Placement::contiguous;
+  c.zero = a.zero;
+  c.zero_group = a.zero_group;
+  c.checkpointing = a.checkpointing;
+  c.calibration = a.calibration;
+  c.replica_batch = a.replica_batch;
+  c.ulysses_degree = a.ulysses_degree;
+  return c;
+}
+
+std::string describe_config(const StepReport& r) {
+  const StepConfig& c = r.config;
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "# %s on %s: %d of %zu GPUs (%d nodes x %d %s), calibration %s\n"
+                "# sequence %ld tokens, micro-batch %d per SP group, SP N=%d, DP %d, ZeRO-%d over %d ranks%s, "
+                "bf16, %s\n",
+                r.model.name.c_str(), r.topology.name.c_str(), c.gpus, r.topology.gpus.size(), r.topology.nodes,
+                r.topology.gpus_per_node, r.gpu_kind.c_str(), r.calibration.name.c_str(), c.seq, c.batch, c.sp,
+                c.gpus / c.sp, c.zero, c.zero == 0 ? c.gpus : c.zero_group,
+                c.zero > 0 && c.zero_group != c.gpus ? " (replicated across groups)" : "",
+                c.checkpointing ? "full activation checkpointing" : "no activation checkpointing");
+  return buf;
+}
+
+}  // namespace basp::cli

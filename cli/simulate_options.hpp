@@ -1,0 +1,39 @@
+// The options of `basp simulate`, shared with `basp sweep` (which varies any of them): one table
+// registers, validates and documents them.
+#pragma once
+
+#include "options.hpp"
+#include "step_config.hpp"
+#include "step_run.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace basp::cli {
+
+struct SimulateArgs {
+  TopologyOptions topo;
+  std::string model = "llama-3.2-1b";
+  std::string seq = "16K";
+  int batch = 2;
+  int sp = 0;
+  int gpus = 0;
+  std::vector<std::string> strategies{"ulysses", "basp"};
+  std::string placement = "contiguous";
+  int zero = 3;
+  int zero_group = 0;
+  bool checkpointing = false;
+  std::string calibration;
+  int replica_batch = 1;
+  int ulysses_degree = 0;
+};
+
+void add_simulate_options(CLI::App& app, SimulateArgs& args);
+StepConfig to_step_config(const SimulateArgs& args);  // InputError for values CLI11 cannot check
+
+// One line per figure of a result, for tables; the JSON forms of a config and a result.
+std::string describe_config(const StepReport& report);
+
+}  // namespace basp::cli

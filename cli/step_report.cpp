@@ -1,0 +1,198 @@
+// Report formatting. Times and sizes carry their unit in the header or the cell; JSON and CSV
+// carry SI base units (s, bytes, B/s) with every digit.
+#include "step_report.hpp"
+
+#include "simulate_options.hpp"
+#include "units.hpp"
+
+#include <cstdio>
+
+namespace basp::cli {
+namespace {
+
+std::string strategy_shape(const StrategyResult& r) {
+  const Layout& l = r.layout;
+  char buf[64];
+  switch (r.strategy) {
+    case Strategy::ring: std::snprintf(buf, sizeof buf, "ring %d", l.ring_size); break;
+    case Strategy::usp: std::snprintf(buf, sizeof buf, "%d a2a x ring %d", l.a2a_size, l.ring_size); break;
+    default:
+      std::snprintf(buf, sizeof buf, "%dx%d a2a", l.sp / l.a2a_size, l.a2a_size);
+  }
+  return buf;
+}
+
+std::string link_name(const Topology& t, int id) {
+  const Link& l = t.link(id);
+  return t.vertex(l.from).name + " -> " + t.vertex(l.to).name;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::ordered_json config_json(const StepReport& r) {
+  const StepConfig& c = r.config;
+  const Calibration& cal = r.calibration;
+  nlohmann::ordered_json strategies = nlohmann::json::array();
+  for (Strategy s : c.strategies) strategies.push_back(std::string(to_string(s)));
+  nlohmann::ordered_json links = nlohmann::json::object();
+  for (int cls = 0; cls < 5; ++cls) {
+    const LinkCalibration& lc = cal.links[cls];
+    if (!lc.efficiency && !lc.latency_s) continue;
+    nlohmann::ordered_json j = nlohmann::json::object();
+    if (lc.efficiency) j["efficiency"] = *lc.efficiency;
+    if (lc.latency_s) j["latency_s"] = *lc.latency_s;
+    links[std::string(to_string(static_cast<LinkClass>(cls)))] = j;
+  }
+  return {{"topology", r.topology.name},
+          {"topology_file", r.topology.source},
+          {"gpu", r.gpu_kind},
+          {"nodes", r.topology.nodes},
+          {"gpus_per_node", r.topology.gpus_per_node},
+          {"model", r.model.name},
+          {"model_file", r.model.source},
+          {"seq", c.seq},
+          {"batch", c.batch},
+          {"sp", c.sp},
+          {"gpus", c.gpus},
+          {"dp", c.gpus / c.sp},
+          {"strategies", strategies},
+          {"placement", c.placement == Placement::strided ? "strided" : "contiguous"},
+          {"zero", c.zero},
+          {"zero_group", c.zero_group},
+          {"checkpointing", c.checkpointing},
+          {"precision", "bf16"},
+          {"replica_batch", c.replica_batch},
+          {"ulysses_degree", c.ulysses_degree},
+          {"calibration",
+           {{"name", cal.name},
+            {"file", cal.source},
+            {"links", links},
+            {"launch_overhead_s", r.topology.software.launch_s},
+            {"per_peer_overhead_s", r.topology.software.per_peer_s},
+            {"compute_efficiency",
+             {{"gemm", cal.compute.gemm},
+              {"attention_forward", cal.compute.attention_forward},
+              {"attention_backward", cal.compute.attention_backward},
+              {"memory", cal.compute.memory}}}}}};
+}
+
+nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& r, bool links) {
+  const MemoryBreakdown& m = r.memory;
+  nlohmann::ordered_json j{
+      {"strategy", std::string(to_string(r.strategy))},
+      {"a2a_group_size", r.layout.a2a_size},
+      {"ring_size", r.layout.ring_size},
+      {"tokens_per_rank", r.layout.tokens_per_rank},
+      {"sequences_per_step", r.layout.sequences},
+      {"step_s", r.step_s},
+      {"compute_s", r.compute_s},
+      {"a2a_s", r.a2a_s},
+      {"a2a_exposed_s", r.a2a_exposed_s},
+      {"a2a_share", r.a2a_share},
+      {"zero_comm_s", r.zero_comm_s},
+      {"zero_exposed_s", r.zero_exposed_s},
+      {"memory_per_gpu_bytes", m.total()},
+      {"memory",
+       {{"states_bytes", m.states},
+        {"prefetch_bytes", m.prefetch},
+        {"activations_bytes", m.activations},
+        {"logits_bytes", m.logits},
+        {"buffers_bytes", m.buffers},
+        {"runtime_bytes", m.runtime},
+        {"hbm_bytes", m.total() > 0 ? lookup_gpu_kind(rep.gpu_kind)->hbm_bytes : 0},
+        {"fits", r.fits}}},
+      {"tokens_per_s", r.tokens_per_s},
+      {"mfu", r.mfu},
+      {"model_flops_per_gpu", r.model_flops},
+      {"speedup_vs_ulysses", r.speedup_vs_ulysses ? nlohmann::ordered_json(*r.speedup_vs_ulysses) : nullptr},
+      {"flows", r.stats.flows},
+      {"events", r.stats.events},
+      {"wall_s", r.wall_s}};
+  if (links) {
+    j["busiest_links"] = nlohmann::json::array();
+    for (const LinkUse& u : r.busiest_links)
+      j["busiest_links"].push_back({{"link", u.link},
+                                    {"name", link_name(rep.topology, u.link)},
+                                    {"class", std::string(to_string(rep.topology.link(u.link).cls))},
+                                    {"bytes", u.bytes},
+                                    {"utilization", u.utilization}});
+  }
+  return j;
+}
+
+std::string csv_header() {
+  return "strategy,topology,model,gpus,sp,seq,batch,zero,zero_group,checkpointing,a2a_group_size,ring_size,step_s,"
+         "compute_s,a2a_s,a2a_exposed_s,a2a_share,zero_comm_s,zero_exposed_s,memory_per_gpu_bytes,fits,"
+         "tokens_per_s,mfu,speedup_vs_ulysses,wall_s";
+}
+
+std::string csv_row(const StepReport& rep, const StrategyResult& r) {
+  const StepConfig& c = rep.config;
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "%s,%s,%s,%d,%d,%ld,%d,%d,%d,%d,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%d,%.17g,%.17g,",
+                std::string(to_string(r.strategy)).c_str(), rep.topology.name.c_str(), rep.model.name.c_str(), c.gpus,
+                c.sp, c.seq, c.batch, c.zero, c.zero_group, int(c.checkpointing), r.layout.a2a_size, r.layout.ring_size,
+                r.step_s, r.compute_s, r.a2a_s, r.a2a_exposed_s, r.a2a_share, r.zero_comm_s, r.zero_exposed_s,
+                r.memory.total(), int(r.fits), r.tokens_per_s, r.mfu);
+  std::string row = buf;
+  if (r.speedup_vs_ulysses) {
+    std::snprintf(buf, sizeof buf, "%.17g", *r.speedup_vs_ulysses);
+    row += buf;
+  }
+  row += "," + fixed(r.wall_s, 3);
+  return row;
+}
+
+void print_table(const StepReport& rep, bool links) {
+  std::fputs(("# basp simulate\n" + describe_config(rep)).c_str(), stdout);
+  std::printf("# a2a: time inside the strategy's exchange calls, waiting for peers included (ring: KV passing);\n"
+              "# exposed: not overlapped with compute. Per GPU, averaged over GPUs.\n#\n");
+  std::printf("%-8s %-16s %10s %10s %6s %10s %10s %10s %6s %10s %10s %19s %8s\n", "strategy", "exchange", "step",
+              "tokens/s", "MFU", "compute", "a2a", "a2a exp.", "a2a %", "ZeRO comm", "ZeRO exp.", "memory/GPU",
+              "speedup");
+  std::printf("%-8s %-16s %10s %10s %6s %10s %10s %10s %6s %10s %10s %19s %8s\n", "", "", "(ms)", "", "(%)", "(ms)",
+              "(ms)", "(ms)", "", "(ms)", "(ms)", "(GB)", "vs ulysses");
+  const double hbm = lookup_gpu_kind(rep.gpu_kind)->hbm_bytes;
+  for (const StrategyResult& r : rep.results) {
+    char memory[64];
+    std::snprintf(memory, sizeof memory, "%.1f/%.0f %s", r.memory.total() / 1e9, hbm / 1e9, r.fits ? "fits" : "OVER");
+    std::printf("%-8s %-16s %10.2f %10.0f %6.1f %10.2f %10.2f %10.2f %6.1f %10.2f %10.2f %19s %8s\n",
+                std::string(to_string(r.strategy)).c_str(), strategy_shape(r).c_str(), r.step_s * 1e3, r.tokens_per_s,
+                r.mfu * 100, r.compute_s * 1e3, r.a2a_s * 1e3, r.a2a_exposed_s * 1e3, r.a2a_share * 100,
+                r.zero_comm_s * 1e3, r.zero_exposed_s * 1e3, memory,
+                r.speedup_vs_ulysses ? (fixed(*r.speedup_vs_ulysses, 2) + "x").c_str() : "-");
+  }
+  std::printf("#\n# memory/GPU (GB): strategy: states + prefetch + activations + logits + buffers + runtime\n");
+  for (const StrategyResult& r : rep.results) {
+    const MemoryBreakdown& m = r.memory;
+    std::printf("#   %-8s %.2f + %.2f + %.2f + %.2f + %.2f + %.2f = %.2f of %.0f%s\n",
+                std::string(to_string(r.strategy)).c_str(), m.states / 1e9, m.prefetch / 1e9, m.activations / 1e9,
+                m.logits / 1e9, m.buffers / 1e9, m.runtime / 1e9, m.total() / 1e9, hbm / 1e9,
+                r.fits ? "" : "  -- does not fit: try --checkpointing, a larger --sp or --zero 3");
+  }
+  if (links)
+    for (const StrategyResult& r : rep.results) {
+      std::printf("#\n# busiest links, %s (utilization = bytes / (capacity x step time)):\n",
+                  std::string(to_string(r.strategy)).c_str());
+      std::printf("#   %-44s %-7s %12s %12s %6s\n", "link", "class", "capacity", "bytes", "util");
+      for (const LinkUse& u : r.busiest_links)
+        std::printf("#   %-44s %-7s %12s %12s %5.1f%%\n", link_name(rep.topology, u.link).c_str(),
+                    std::string(to_string(rep.topology.link(u.link).cls)).c_str(),
+                    format_bandwidth(rep.topology.link(u.link).capacity_Bps).c_str(), format_bytes(u.bytes).c_str(),
+                    u.utilization * 100);
+    }
+  std::printf("# simulated in");
+  for (const StrategyResult& r : rep.results)
+    std::printf(" %s %.2f s (%llu flows)", std::string(to_string(r.strategy)).c_str(), r.wall_s,
+                (unsigned long long)r.stats.flows);
+  std::printf("\n");
+}
+
+}  // namespace basp::cli

@@ -1,0 +1,62 @@
+// Reads calibration files (fields in calibrations/README.md) and applies them to a topology; the
+// simulator sees only the calibrated capacities, latencies and overheads.
+#include "calibration.hpp"
+
+#include "topology_file.hpp"
+#include "yaml_fields.hpp"
+
+namespace basp {
+
+Calibration load_calibration(const std::string& name_or_path) {
+  Calibration c;
+  if (name_or_path == "none") return c;
+  const std::string file = resolve_data_file("calibrations", name_or_path);
+  YamlFields f(load_yaml_file(file), file, "");
+  c.source = file;
+  c.name = f.text("name");
+  f.text("description", "");
+  f.text("sources", "");
+  f.text("topology", "");
+  f.text("measurements", "");  // free text: the measurement files it was fitted on
+  if (f.has("links")) {
+    YamlFields links = f.map("links");
+    for (int cls = 0; cls < 5; ++cls) {
+      const std::string key(to_string(static_cast<LinkClass>(cls)));
+      if (!links.has(key)) continue;
+      YamlFields l = links.map(key);
+      if (l.has("efficiency")) c.links[cls].efficiency = l.number("efficiency", 1e-3, 1.0);
+      if (l.has("latency")) c.links[cls].latency_s = l.quantity("latency", Quantity::time);
+      l.reject_unknown();
+    }
+    links.reject_unknown();
+  }
+  if (f.has("software")) {
+    YamlFields s = f.map("software");
+    if (s.has("launch_overhead")) c.launch_s = s.quantity("launch_overhead", Quantity::time);
+    if (s.has("per_peer_overhead")) c.per_peer_s = s.quantity("per_peer_overhead", Quantity::time);
+    s.reject_unknown();
+  }
+  if (f.has("compute")) {
+    YamlFields e = f.map("compute");
+    ComputeEfficiency& k = c.compute;
+    k.gemm = e.number("gemm", 1e-3, 1.0, k.gemm);
+    k.attention_forward = e.number("attention_forward", 1e-3, 1.0, k.attention_forward);
+    k.attention_backward = e.number("attention_backward", 1e-3, 1.0, k.attention_backward);
+    k.memory = e.number("memory", 1e-3, 1.0, k.memory);
+    e.reject_unknown();
+  }
+  f.reject_unknown();
+  return c;
+}
+
+void apply_calibration(Topology& topo, const Calibration& cal) {
+  for (Link& l : topo.links) {
+    const LinkCalibration& lc = cal.links[static_cast<int>(l.cls)];
+    if (lc.efficiency) l.capacity_Bps *= *lc.efficiency;
+    if (lc.latency_s) l.latency_s = *lc.latency_s;
+  }
+  if (cal.launch_s) topo.software.launch_s = *cal.launch_s;
+  if (cal.per_peer_s) topo.software.per_peer_s = *cal.per_peer_s;
+}
+
+}  // namespace basp

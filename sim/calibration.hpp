@@ -1,0 +1,42 @@
+// Calibration: the parameters that turn datasheet numbers into effective ones for one cluster
+// (per link class efficiency and latency, software overheads, compute efficiencies).
+#pragma once
+
+#include "topology.hpp"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace basp {
+
+// Fractions of the GPU's peak (FLOP/s or HBM bytes/s) that each class of operation reaches.
+// Defaults: docs/cost-model.md gives their sources.
+struct ComputeEfficiency {
+  double gemm = 0.70;                // cuBLAS bf16 GEMMs at LLM shapes
+  double attention_forward = 0.60;   // FlashAttention-2 forward
+  double attention_backward = 0.45;  // FlashAttention-2 backward
+  double memory = 0.80;              // memory-bound kernels: fraction of HBM bandwidth
+};
+
+struct LinkCalibration {
+  std::optional<double> efficiency;  // effective / nominal capacity, (0, 1]
+  std::optional<double> latency_s;   // replaces each link's per-hop latency
+};
+
+struct Calibration {
+  std::string name = "none";
+  std::string source;                          // file it came from; empty for the defaults
+  std::array<LinkCalibration, 5> links;        // by LinkClass
+  std::optional<double> launch_s, per_peer_s;  // software overheads of a collective call
+  ComputeEfficiency compute;
+  std::vector<std::string> measurements;       // files it was fitted on (empty: hand-derived)
+};
+
+// NAME resolves to calibrations/NAME.yaml; "none" gives the documented defaults.
+Calibration load_calibration(const std::string& name_or_path);
+// Scales link capacities, replaces latencies and software costs where the calibration sets them.
+void apply_calibration(Topology& topo, const Calibration& cal);
+
+}  // namespace basp

@@ -1,0 +1,69 @@
+// Reads model files strictly and counts parameters the way Hugging Face does (every weight, bias
+// and norm), so the file's published count checks the shape fields.
+#include "model.hpp"
+
+#include "input_error.hpp"
+#include "topology_file.hpp"
+#include "yaml_fields.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+namespace basp {
+
+double layer_parameters(const ModelSpec& m) {
+  const double q = m.q_width(), kv = m.kv_width(), d = m.hidden;
+  const double attention = d * (q + 2 * kv) + (m.qkv_bias ? q + 2 * kv : 0) + q * d +
+                           (m.qk_norm ? 2.0 * m.head_dim : 0);
+  const double mlp = (m.ffn_kind == FfnKind::swiglu ? 3.0 : 2.0) * d * m.ffn;
+  const double norms = (m.norm == NormKind::rmsnorm ? 2.0 : 4.0) * d;
+  return attention + mlp + norms;
+}
+
+double embedding_parameters(const ModelSpec& m) {
+  const double table = double(m.vocab) * m.hidden;
+  return table * (m.tied_embeddings ? 1 : 2) + (m.norm == NormKind::rmsnorm ? 1.0 : 2.0) * m.hidden;
+}
+
+double total_parameters(const ModelSpec& m) { return m.layers * layer_parameters(m) + embedding_parameters(m); }
+
+double matmul_parameters(const ModelSpec& m) {
+  const double q = m.q_width(), kv = m.kv_width(), d = m.hidden;
+  const double per_layer = d * (q + 2 * kv) + q * d + (m.ffn_kind == FfnKind::swiglu ? 3.0 : 2.0) * d * m.ffn;
+  return m.layers * per_layer + double(m.vocab) * d;
+}
+
+ModelSpec load_model(const std::string& name_or_path) {
+  const std::string file = resolve_data_file("models", name_or_path);
+  YamlFields f(load_yaml_file(file), file, "");
+  ModelSpec m;
+  m.source = file;
+  m.name = f.text("name");
+  f.text("description", "");
+  f.text("sources");
+  m.layers = static_cast<int>(f.integer("layers", 1, 1000));
+  m.hidden = f.integer("hidden", 1, 1 << 20);
+  m.heads = static_cast<int>(f.integer("heads", 1, 4096));
+  m.kv_heads = static_cast<int>(f.integer("kv_heads", 1, 4096));
+  m.head_dim = f.integer("head_dim", 1, 4096);
+  m.ffn = f.integer("ffn", 1, 1 << 22);
+  m.ffn_kind = f.choice("ffn_kind", {"swiglu", "gelu"}) == "swiglu" ? FfnKind::swiglu : FfnKind::gelu;
+  m.vocab = f.integer("vocab", 1, 1 << 24);
+  m.tied_embeddings = f.boolean("tied_embeddings");
+  m.qkv_bias = f.boolean("qkv_bias");
+  m.qk_norm = f.boolean("qk_norm");
+  m.norm = f.choice("norm", {"rmsnorm", "layernorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
+  const long stated = f.integer("parameters", 1, std::int64_t(1) << 50);
+  if (m.heads % m.kv_heads != 0)
+    f.fail("kv_heads", std::to_string(m.kv_heads) + " KV heads do not divide " + std::to_string(m.heads) +
+                           " query heads (grouped-query attention shares each KV head among a whole number of query heads)");
+  const double computed = total_parameters(m);
+  if (std::fabs(computed - double(stated)) > 0.5)
+    f.fail("parameters", "states " + std::to_string(stated) + " but the shape fields give " +
+                             std::to_string(static_cast<long long>(computed)) +
+                             " (formula in models/README.md): a shape field or the count is wrong");
+  f.reject_unknown();
+  return m;
+}
+
+}  // namespace basp

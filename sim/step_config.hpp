@@ -1,0 +1,37 @@
+// What `basp simulate` is asked to simulate: cluster, model, shape of the job and the strategies.
+// Defaults are the paper's setting (DESIGN.md §1); 0 in a size field means "derive it".
+#pragma once
+
+#include "collectives.hpp"
+#include "topology_file.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace basp {
+
+enum class Strategy { ulysses, basp, sp_dp, ring, usp };
+std::string_view to_string(Strategy s);
+std::optional<Strategy> parse_strategy(std::string_view name);  // "ulysses", "basp", "sp-dp", "ring", "usp"
+
+struct StepConfig {
+  std::string topology = "paper-a100-2x4";
+  TopologyOverrides overrides;
+  std::string model = "llama-3.2-1b";
+  long seq = 16384;        // tokens per sequence
+  int batch = 2;           // micro-batch: sequences per SP group (BASP's B)
+  int sp = 0;              // SP group size N; 0: every GPU of the job
+  int gpus = 0;            // GPUs of the job G = DP × N; 0: every GPU of the topology
+  std::vector<Strategy> strategies = {Strategy::ulysses, Strategy::basp};
+  Placement placement = Placement::contiguous;  // BASP groups inside an SP group
+  int zero = 3;            // ZeRO stage 0..3
+  int zero_group = 0;      // ranks a ZeRO shard spans (hpZ / HSDP); 0: all G ranks
+  bool checkpointing = false;  // full activation checkpointing: recompute each layer's forward
+  std::string calibration;     // "": the topology's own; "none": documented defaults
+  int replica_batch = 1;       // sp-dp: sequences per replica (B gives the paper's foil)
+  int ulysses_degree = 0;      // usp: Ulysses degree U (ring degree N/U); 0: GPUs per node
+};
+
+}  // namespace basp

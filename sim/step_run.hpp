@@ -1,0 +1,67 @@
+// Simulates a training step under each requested strategy on one network and derives what the
+// report shows: step time, compute, all-to-all time and share (DESIGN.md §4), ZeRO traffic,
+// memory, throughput, MFU and the speedup over Ulysses.
+#pragma once
+
+#include "calibration.hpp"
+#include "engine.hpp"
+#include "memory_model.hpp"
+#include "model.hpp"
+#include "step_config.hpp"
+#include "strategy.hpp"
+#include "topology.hpp"
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace basp {
+
+struct LinkUse {
+  int link = 0;
+  double bytes = 0;        // over the step
+  double utilization = 0;  // bytes / (capacity · step time)
+};
+
+struct StrategyResult {
+  Strategy strategy = Strategy::ulysses;
+  Layout layout;
+  double step_s = 0;
+  double compute_s = 0;       // per rank, averaged: time its compute stream is busy
+  double a2a_s = 0;           // per rank, averaged: time inside the strategy's exchange calls
+  double a2a_exposed_s = 0;   // the part of a2a_s not overlapped with the rank's compute
+  double a2a_share = 0;       // a2a_s / step_s
+  double zero_comm_s = 0;     // per rank, averaged: time inside ZeRO calls (gathers and reductions)
+  double zero_exposed_s = 0;  // the part overlapped neither with compute nor with the exchanges
+  double tokens_per_s = 0;
+  double mfu = 0;             // model FLOPs / (step time · peak)
+  double model_flops = 0;     // per rank per step
+  std::optional<double> speedup_vs_ulysses;
+  MemoryBreakdown memory;
+  bool fits = true;           // memory.total() within the GPU's HBM
+  std::vector<LinkUse> busiest_links;  // by bytes, most first
+  RunStats stats;
+  double wall_s = 0;          // host time to build and simulate
+};
+
+// Everything that was simulated, defaults resolved.
+struct StepReport {
+  StepConfig config;   // sp and gpus filled in
+  Topology topology;   // calibrated
+  Calibration calibration;
+  ModelSpec model;
+  std::string gpu_kind;
+  std::vector<StrategyResult> results;
+};
+
+struct StepOptions {
+  int busiest_links = 10;
+  std::ostream* trace = nullptr;  // Chrome/Perfetto trace-event JSON goes here when set
+  int trace_ranks = 64;           // ranks traced (the first ones); 0: all
+};
+
+// Throws InputError for bad input (exit 2).
+StepReport simulate_step(const StepConfig& config, const StepOptions& options = {});
+
+}  // namespace basp

@@ -1,0 +1,28 @@
+// Chrome trace-event JSON (opens in Perfetto and chrome://tracing): one process per GPU with a
+// track per stream, and a counter track of utilization per busy link.
+#pragma once
+
+#include "engine.hpp"
+#include "topology.hpp"
+#include "workload.hpp"
+
+#include <iosfwd>
+#include <string_view>
+
+namespace basp {
+
+class TraceWriter {
+ public:
+  explicit TraceWriter(std::ostream& out);
+  // One simulated step: `ranks` first ranks' spans, and the link samples the engine recorded.
+  void add_run(std::string_view strategy, int run_index, const Topology& topo, const Engine& engine,
+               const StepTasks& tasks, int ranks);
+  void finish();  // closes the JSON document
+
+ private:
+  void event_prefix();
+  std::ostream& out_;
+  bool first_ = true;
+};
+
+}  // namespace basp

@@ -1,0 +1,283 @@
+// Builds the step graph. The schedule follows DeepSpeed: exchanges block the compute stream (as
+// DeepSpeed-Ulysses issues them), ZeRO-3 gathers the next module while this one computes (one
+// module ahead), gradients are reduced per module on their own stream as backward produces them.
+#include "workload.hpp"
+
+#include "input_error.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace basp {
+namespace {
+
+struct LabelInfo {
+  std::string_view name;
+  SpanKind kind;
+};
+
+constexpr std::array<LabelInfo, 20> labels = {{
+    {"embedding", SpanKind::compute}, {"pre-attention", SpanKind::compute}, {"attention", SpanKind::compute},
+    {"post-attention", SpanKind::compute}, {"lm head + loss", SpanKind::compute}, {"optimizer", SpanKind::compute},
+    {"all-to-all q", SpanKind::sp_comm}, {"all-to-all k", SpanKind::sp_comm}, {"all-to-all v", SpanKind::sp_comm},
+    {"all-to-all o", SpanKind::sp_comm}, {"all-to-all do", SpanKind::sp_comm}, {"all-to-all dq", SpanKind::sp_comm},
+    {"all-to-all dk", SpanKind::sp_comm}, {"all-to-all dv", SpanKind::sp_comm}, {"ring kv", SpanKind::sp_comm},
+    {"ring kv + dkv", SpanKind::sp_comm}, {"ring dkv", SpanKind::sp_comm},
+    {"zero all-gather", SpanKind::zero_gather}, {"zero reduce-scatter", SpanKind::zero_reduce},
+    {"zero all-reduce", SpanKind::zero_reduce},
+}};
+
+Work times(Work w, double k) {
+  w.time_s *= k;
+  w.flops *= k;
+  w.model_flops *= k;
+  return w;
+}
+
+constexpr std::uint8_t forward = 0, recompute = 1, backward = 2;
+
+class StepBuilder {
+ public:
+  StepBuilder(Engine& e, Router& r, const Topology& t, const Layout& l, const StepCosts& c, const ModelSpec& m,
+              const ZeroPlan& z)
+      : engine_(e), router_(r), topo_(t), layout_(l), costs_(c), model_(m), zero_(z), ranks_(l.ranks) {
+    out_.spans.resize(ranks_);
+    last_call_.resize(ranks_);
+    for (auto& s : out_.spans) s.reserve(32 * std::size_t(m.layers));
+    for (auto* tail : {&compute_, &gather_, &reduce_})
+      for (int r = 0; r < ranks_; ++r) tail->push_back(engine_.add_delay(0.0));
+    for (int g = 0; g < ranks_ / z.shard_ranks; ++g) {
+      shard_groups_.emplace_back();
+      for (int i = 0; i < z.shard_ranks; ++i) shard_groups_.back().push_back(g * z.shard_ranks + i);
+    }
+    for (int i = 0; i < z.shard_ranks && ranks_ > z.shard_ranks; ++i) {
+      replica_groups_.emplace_back();
+      for (int g = 0; g < ranks_ / z.shard_ranks; ++g) replica_groups_.back().push_back(g * z.shard_ranks + i);
+    }
+  }
+
+  StepTasks build(bool checkpointing) {
+    const int layers = model_.layers;
+    const bool zero3 = zero_.stage == 3;
+    // Forward: embedding, layers, LM head; gathers run one module ahead of the compute.
+    std::vector<TaskId> started;  // per rank: the module that a prefetch may run ahead of has begun
+    auto begin_module = [&](double parameters, int layer) {
+      if (zero3) gather(parameters, layer, started);
+      started = compute_;
+    };
+    begin_module(costs_.embedding_parameters, -1);
+    compute(Label::embedding, -1, forward, costs_.embedding[0]);
+    for (int layer = 0; layer < layers; ++layer) {
+      begin_module(costs_.layer_parameters, layer);
+      layer_forward(layer, forward);
+    }
+    begin_module(costs_.head_parameters, -1);
+    compute(Label::lm_head, -1, forward, costs_.lm_head[0]);
+    // Backward: the head's parameters are still resident; layers are gathered again in reverse.
+    compute(Label::lm_head, -1, backward, costs_.lm_head[1]);
+    reduce_gradients(costs_.head_gradients, -1);
+    for (int layer = layers - 1; layer >= 0; --layer) {
+      begin_module(costs_.layer_parameters, layer);
+      if (checkpointing) layer_forward(layer, recompute);
+      layer_backward(layer);
+      reduce_gradients(costs_.layer_parameters, layer);
+    }
+    compute(Label::embedding, -1, backward, costs_.embedding[1]);  // a scatter-add: needs no weights
+    reduce_gradients(costs_.embedding_parameters, -1);
+    // Optimizer once every gradient is reduced; ZeRO-1/2 then gather the updated weights.
+    join(reduce_);
+    compute(Label::optimizer, -1, forward, costs_.optimizer);
+    if (zero_.stage == 1 || zero_.stage == 2) {
+      gather_ = compute_;  // the gather stream picks up after the optimizer
+      collective(Label::zero_allgather, -1, forward, shard_groups_, CollectiveOp::allgather,
+                 2.0 * (model_.layers * costs_.layer_parameters + costs_.embedding_parameters +
+                        costs_.head_gradients),
+                 gather_);
+    }
+    out_.end.resize(ranks_);
+    for (int r = 0; r < ranks_; ++r) {
+      out_.end[r] = engine_.add_delay(0.0);
+      for (auto* tail : {&compute_, &gather_, &reduce_}) engine_.depends(out_.end[r], (*tail)[r]);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void compute(Label label, int layer, std::uint8_t pass, const Work& w) {
+    for (int r = 0; r < ranks_; ++r) {
+      const TaskId t = engine_.add_delay(w.time_s);
+      engine_.depends(t, compute_[r]);
+      compute_[r] = t;
+      out_.spans[r].push_back({t, t, std::int16_t(layer), label, pass});
+    }
+  }
+
+  // One call per group; each member enters after its stream's tail, which becomes the call's return.
+  std::vector<TaskId>& collective(Label label, int layer, std::uint8_t pass,
+                                  const std::vector<std::vector<int>>& groups, CollectiveOp op, double bytes,
+                                  std::vector<TaskId>& tail) {
+    entry_.clear();
+    for (const auto& g : groups) {
+      entry_.resize(g.size());
+      for (std::size_t i = 0; i < g.size(); ++i) entry_[i] = tail[g[i]];
+      const CollectiveTasks t = add_collective(engine_, router_, topo_, op, g, bytes, entry_);
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        tail[g[i]] = t.member_done[i];
+        last_call_[g[i]] = t.member_call[i];
+        out_.spans[g[i]].push_back({t.member_call[i], t.member_done[i], std::int16_t(layer), label, pass});
+      }
+    }
+    return tail;
+  }
+
+  void alltoall(Label label, int layer, std::uint8_t pass, double bytes) {
+    collective(label, layer, pass, layout_.a2a_groups, CollectiveOp::alltoall, bytes, compute_);
+  }
+
+  // ZeRO-3: gather a module's weights on the gather stream, no earlier than the previous module's
+  // compute began (prefetch depth one); its compute waits for them.
+  void gather(double parameters, int layer, const std::vector<TaskId>& started) {
+    collective(Label::zero_allgather, layer, forward, shard_groups_, CollectiveOp::allgather, 2.0 * parameters,
+               gather_);
+    for (std::size_t r = 0; r < started.size(); ++r) engine_.depends(last_call_[r], started[r]);
+    join(gather_);
+  }
+
+  // After a module's backward: reduce-scatter within the shard group (all-reduce under ZeRO-0),
+  // then all-reduce each shard across the replicas when shards span fewer than all ranks.
+  void reduce_gradients(double parameters, int layer) {
+    const double bytes = 2.0 * parameters;
+    if (zero_.stage == 0) {
+      collective(Label::zero_allreduce, layer, backward, shard_groups_, CollectiveOp::allreduce, bytes, reduce_);
+    } else {
+      collective(Label::zero_reducescatter, layer, backward, shard_groups_, CollectiveOp::reducescatter, bytes,
+                 reduce_);
+    }
+    for (int r = 0; r < ranks_; ++r) engine_.depends(last_call_[r], compute_[r]);
+    if (zero_.stage > 0 && !replica_groups_.empty())
+      collective(Label::zero_allreduce, layer, backward, replica_groups_, CollectiveOp::allreduce,
+                 bytes / zero_.shard_ranks, reduce_);
+  }
+
+  // Ring attention over layout_.ring_groups: step j attends block j while block j+1 travels; with
+  // double buffering, step j's send may start once step j−1's attention has released its buffer.
+  // Backward passes K, V and the partial dK, dV together, and dK, dV one last hop home.
+  void ring(int layer, std::uint8_t pass) {
+    const bool bwd = pass == backward;
+    const int steps = layout_.ring_size;
+    std::vector<TaskId> sp = compute_;  // the ring starts once this rank's K and V exist
+    std::vector<TaskId> released;       // the attention that last used the spare buffer
+    for (int j = 0; j < steps; ++j) {
+      const bool pass_on = j + 1 < steps;
+      if (pass_on) {
+        collective(bwd ? Label::ring_kv_dkv : Label::ring_kv, layer, pass, layout_.ring_groups,
+                   CollectiveOp::sendrecv, (bwd ? 2.0 : 1.0) * layout_.ring_kv_bytes, sp);
+        for (std::size_t r = 0; r < released.size(); ++r) engine_.depends(last_call_[r], released[r]);
+      }
+      compute(Label::attention, layer, pass, costs_.attention_block[bwd ? 1 : 0]);
+      released = compute_;
+      if (pass_on) join(sp);  // the next block has arrived
+    }
+    if (bwd) {
+      collective(Label::ring_dkv, layer, pass, layout_.ring_groups, CollectiveOp::sendrecv, layout_.ring_kv_bytes, sp);
+      for (int r = 0; r < ranks_; ++r) engine_.depends(last_call_[r], released[r]);
+      join(sp);
+    }
+  }
+
+  // The compute stream continues only after `other` (per rank) has finished too.
+  void join(const std::vector<TaskId>& other) {
+    for (int r = 0; r < ranks_; ++r) {
+      const TaskId t = engine_.add_delay(0.0);
+      engine_.depends(t, compute_[r]);
+      engine_.depends(t, other[r]);
+      compute_[r] = t;
+    }
+  }
+
+  void attention(int layer, std::uint8_t pass) {
+    if (layout_.ring_size > 1)
+      ring(layer, pass);
+    else
+      compute(Label::attention, layer, pass, costs_.attention_block[pass == backward ? 1 : 0]);
+  }
+
+  void layer_forward(int layer, std::uint8_t pass) {
+    compute(Label::pre_attention, layer, pass, costs_.pre_attention[0]);
+    if (layout_.a2a_size > 1) {
+      alltoall(Label::a2a_q, layer, pass, layout_.q_bytes);
+      alltoall(Label::a2a_k, layer, pass, layout_.kv_bytes);
+      alltoall(Label::a2a_v, layer, pass, layout_.kv_bytes);
+    }
+    attention(layer, pass);
+    if (layout_.a2a_size > 1) alltoall(Label::a2a_o, layer, pass, layout_.q_bytes);
+    compute(Label::post_attention, layer, pass, costs_.post_attention[0]);
+  }
+
+  void layer_backward(int layer) {
+    compute(Label::post_attention, layer, backward, costs_.post_attention[1]);
+    if (layout_.a2a_size > 1) alltoall(Label::a2a_do, layer, backward, layout_.q_bytes);
+    attention(layer, backward);
+    if (layout_.a2a_size > 1) {
+      alltoall(Label::a2a_dq, layer, backward, layout_.q_bytes);
+      alltoall(Label::a2a_dk, layer, backward, layout_.kv_bytes);
+      alltoall(Label::a2a_dv, layer, backward, layout_.kv_bytes);
+    }
+    compute(Label::pre_attention, layer, backward, costs_.pre_attention[1]);
+  }
+
+  Engine& engine_;
+  Router& router_;
+  const Topology& topo_;
+  const Layout& layout_;
+  const StepCosts& costs_;
+  const ModelSpec& model_;
+  const ZeroPlan& zero_;
+  const int ranks_;
+  std::vector<TaskId> compute_, gather_, reduce_;  // per rank: the last task of each stream
+  std::vector<TaskId> last_call_, entry_;  // per rank: its latest call; scratch
+  std::vector<std::vector<int>> shard_groups_, replica_groups_;
+  StepTasks out_;
+};
+
+}  // namespace
+
+std::string_view span_name(Label label) { return labels[static_cast<int>(label)].name; }
+SpanKind span_kind(Label label) { return labels[static_cast<int>(label)].kind; }
+
+StepCosts step_costs(const CostModel& cost, const Layout& l, bool checkpointing, const ZeroPlan& zero) {
+  (void)checkpointing;
+  const ModelSpec& m = cost.model;
+  StepCosts c;
+  const double t = l.tokens_per_rank;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool bwd = pass == 1;
+    c.embedding[pass] = cost.embedding(t, bwd);
+    c.pre_attention[pass] = cost.pre_attention(t, bwd);
+    c.post_attention[pass] = cost.post_attention(t, bwd);
+    c.attention_block[pass] =
+        times(cost.attention(l.attention_heads, l.block_queries, l.block_keys, 0.5, bwd), l.attention_blocks);
+    c.lm_head[pass] = cost.lm_head_and_loss(t, bwd);
+  }
+  c.layer_parameters = layer_parameters(m);
+  const double table = double(m.vocab) * m.hidden;
+  const double final_norm = embedding_parameters(m) - table * (m.tied_embeddings ? 1 : 2);
+  c.embedding_parameters = table;
+  c.head_parameters = table + final_norm;  // tied: the shared table is gathered again for the head
+  c.head_gradients = (m.tied_embeddings ? 0.0 : table) + final_norm;
+  const double shard = zero.stage == 0 ? 1.0 : zero.shard_ranks;
+  c.optimizer = cost.optimizer(total_parameters(m) / shard);
+  for (int pass = 0; pass < 2; ++pass)
+    c.model_flops += m.layers * (c.pre_attention[pass].model_flops + c.post_attention[pass].model_flops +
+                                 l.ring_size * c.attention_block[pass].model_flops) +
+                     c.lm_head[pass].model_flops + c.embedding[pass].model_flops;
+  return c;
+}
+
+StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const Layout& layout,
+                     const StepCosts& costs, const ModelSpec& model, bool checkpointing, const ZeroPlan& zero) {
+  return StepBuilder(engine, router, topo, layout, costs, model, zero).build(checkpointing);
+}
+
+}  // namespace basp

@@ -1,0 +1,60 @@
+// The training step as a task graph on the engine: per rank a compute stream (which also issues
+// the strategy's exchanges, as DeepSpeed does), a ZeRO gather stream and a gradient-reduce stream.
+#pragma once
+
+#include "cost_model.hpp"
+#include "engine.hpp"
+#include "routing.hpp"
+#include "strategy.hpp"
+#include "topology.hpp"
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace basp {
+
+enum class SpanKind : std::uint8_t { compute, sp_comm, zero_gather, zero_reduce };
+
+// What a span of a rank's timeline is; names for reports and traces come from span_name().
+enum class Label : std::uint8_t {
+  embedding, pre_attention, attention, post_attention, lm_head, optimizer,
+  a2a_q, a2a_k, a2a_v, a2a_o, a2a_do, a2a_dq, a2a_dk, a2a_dv, ring_kv, ring_kv_dkv, ring_dkv,
+  zero_allgather, zero_reducescatter, zero_allreduce,
+};
+std::string_view span_name(Label label);
+SpanKind span_kind(Label label);
+
+// From the ready time of `first` to the finish of `last` (a compute task, or a call's entry and
+// return). `layer` is -1 outside the layers; `backward` and `recompute` say which pass.
+struct Span {
+  TaskId first, last;
+  std::int16_t layer;
+  Label label;
+  std::uint8_t pass;  // 0 forward, 1 recompute, 2 backward
+};
+
+struct ZeroPlan {
+  int stage = 3;
+  int shard_ranks = 1;  // M: ranks one shard group spans (contiguous); G/M replicas all-reduce
+};
+
+// Per-rank compute costs of the step's pieces (ranks of one layout all do the same work).
+struct StepCosts {
+  Work embedding[2], pre_attention[2], post_attention[2], attention_block[2], lm_head[2];  // [forward, backward]
+  Work optimizer;
+  double layer_parameters = 0, embedding_parameters = 0, head_parameters = 0;  // gathered per module
+  double head_gradients = 0;  // parameters whose gradients the LM head module reduces
+  double model_flops = 0;     // per rank per step, without recomputation (what MFU counts)
+};
+StepCosts step_costs(const CostModel& cost, const Layout& layout, bool checkpointing, const ZeroPlan& zero);
+
+struct StepTasks {
+  std::vector<std::vector<Span>> spans;  // per rank, in the order they were issued
+  std::vector<TaskId> end;               // per rank: everything of its step has finished
+};
+
+StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const Layout& layout,
+                     const StepCosts& costs, const ModelSpec& model, bool checkpointing, const ZeroPlan& zero);
+
+}  // namespace basp
