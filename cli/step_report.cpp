@@ -111,6 +111,12 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
       {"mfu", r.mfu},
       {"model_flops_per_gpu", r.model_flops},
       {"speedup_vs_ulysses", r.speedup_vs_ulysses ? nlohmann::ordered_json(*r.speedup_vs_ulysses) : nullptr},
+      {"bytes_by_link_class", [&] {
+         nlohmann::ordered_json b = nlohmann::json::object();
+         for (int cls = 0; cls < 5; ++cls)
+           if (r.class_bytes[cls] > 0) b[std::string(to_string(static_cast<LinkClass>(cls)))] = r.class_bytes[cls];
+         return b;
+       }()},
       {"flows", r.stats.flows},
       {"events", r.stats.events},
       {"wall_s", r.wall_s}};

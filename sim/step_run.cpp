@@ -122,6 +122,8 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.memory = memory_per_gpu(run.model, res.layout, run.zero, run.config.checkpointing);
   res.fits = res.memory.total() <= run.gpu.hbm_bytes;
   res.busiest_links = busiest(run.topo, engine.link_bytes(), run.options.busiest_links, res.step_s);
+  for (int id = 0; id < run.topo.link_count(); ++id)
+    res.class_bytes[static_cast<int>(run.topo.link(id).cls)] += engine.link_bytes()[id];
   if (trace) {
     const int traced = run.options.trace_ranks > 0 ? std::min(run.options.trace_ranks, ranks) : ranks;
     trace->add_run(to_string(strategy), run_index, run.topo, engine, tasks, traced);

@@ -11,6 +11,7 @@
 #include "strategy.hpp"
 #include "topology.hpp"
 
+#include <array>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -41,6 +42,7 @@ struct StrategyResult {
   MemoryBreakdown memory;
   bool fits = true;           // memory.total() within the GPU's HBM
   std::vector<LinkUse> busiest_links;  // by bytes, most first
+  std::array<double, 5> class_bytes{};  // bytes over all links of each LinkClass
   RunStats stats;
   double wall_s = 0;          // host time to build and simulate
 };

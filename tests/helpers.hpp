@@ -1,11 +1,15 @@
-// Small helpers shared by the tests: shipped/test topology paths and temporary YAML files.
-// Temporary files live under the system temp folder and are removed by their guard.
+// Small helpers shared by the tests: shipped/test topology paths, temporary YAML files, running
+// the `basp` binary. Temporary files live under the system temp folder and are removed by their guard.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace basp::test {
@@ -25,5 +29,23 @@ struct TempFile {
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
 };
+
+struct Run {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs the built `basp` with these arguments (shell words) and collects its output and exit code.
+inline Run basp_cli(const std::string& args, bool with_stderr = true) {
+  Run r;
+  const std::string cmd = std::string(BASP_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
 
 }  // namespace basp::test

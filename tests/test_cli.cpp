@@ -5,30 +5,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <array>
-#include <cstdio>
-#include <sys/wait.h>
 
-namespace {
-
-struct Run {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Run basp_cli(const std::string& args) {
-  Run r;
-  const std::string cmd = std::string(BASP_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  REQUIRE(pipe);
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-}  // namespace
+using basp::test::basp_cli;
+using basp::test::Run;
 
 TEST_CASE("cli: help and a default run succeed") {
   CHECK(basp_cli("--help").code == 0);

@@ -1,0 +1,199 @@
+// The training-step simulation: FLOPs against the textbook count, strategy layouts and their
+// constraints, the SP×DP ≡ BASP identity under ZeRO-3, ZeRO traffic contending with all-to-alls,
+// checkpointing, hierarchical sharding and memory.
+#include "helpers.hpp"
+
+#include "input_error.hpp"
+#include "model.hpp"
+#include "step_run.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace basp;
+
+namespace {
+
+StepConfig paper(const std::string& model, std::vector<Strategy> strategies) {
+  StepConfig c;
+  c.model = model;
+  c.strategies = std::move(strategies);
+  return c;
+}
+
+const StrategyResult& result(const StepReport& r, Strategy s) {
+  for (const auto& x : r.results)
+    if (x.strategy == s) return x;
+  FAIL("strategy not simulated");
+  return r.results.front();
+}
+
+}  // namespace
+
+TEST_CASE("step: model FLOPs equal 6 x matmul parameters x tokens plus causal attention") {
+  for (const char* name : {"llama-3.2-1b", "qwen1.5-1.8b", "qwen3-4b"}) {
+    StepConfig c = paper(name, {Strategy::ulysses, Strategy::basp, Strategy::ring, Strategy::usp, Strategy::sp_dp});
+    c.seq = 4096;
+    c.replica_batch = 2;
+    const StepReport rep = simulate_step(c);
+    const ModelSpec& m = rep.model;
+    // Written out here, independently of the library's own counts.
+    const double d = m.hidden, q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+    const double matmul = m.layers * (d * (q + 2 * kv) + q * d + 3 * d * m.ffn) + double(m.vocab) * d;
+    for (const StrategyResult& r : rep.results) {
+      INFO(name << " " << to_string(r.strategy));
+      const double tokens = r.layout.sequences * c.seq;
+      const double textbook = 6 * matmul * tokens + 6.0 * m.layers * c.seq * q * tokens;
+      CHECK(r.model_flops * rep.config.gpus == Approx(textbook).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("step: SP x DP with one sequence per replica under ZeRO-3 is the BASP step") {
+  for (const char* name : {"llama-3.2-1b", "qwen1.5-1.8b"}) {
+    const StepReport rep = simulate_step(paper(name, {Strategy::basp, Strategy::sp_dp}));
+    const auto& b = result(rep, Strategy::basp);
+    const auto& s = result(rep, Strategy::sp_dp);
+    CHECK(b.step_s == s.step_s);
+    CHECK(b.a2a_s == s.a2a_s);
+    CHECK(b.zero_comm_s == s.zero_comm_s);
+    CHECK(b.stats.flows == s.stats.flows);
+  }
+}
+
+TEST_CASE("step: the paper's foil - B sequences per replica - holds B times the tokens per GPU") {
+  StepConfig c = paper("llama-3.2-1b", {Strategy::basp, Strategy::sp_dp});
+  c.replica_batch = 2;
+  const StepReport rep = simulate_step(c);
+  const auto& b = result(rep, Strategy::basp);
+  const auto& foil = result(rep, Strategy::sp_dp);
+  CHECK(foil.layout.tokens_per_rank == 2 * b.layout.tokens_per_rank);
+  CHECK(foil.layout.sequences == 2 * b.layout.sequences);
+  CHECK(foil.memory.activations == Approx(2 * b.memory.activations));
+  CHECK(foil.step_s > 1.5 * b.step_s);
+}
+
+TEST_CASE("step: ZeRO-3 prefetch on the same links slows the Ulysses all-to-all") {
+  StepConfig c = paper("qwen1.5-1.8b", {Strategy::ulysses});
+  c.zero = 3;
+  const double shared = result(simulate_step(c), Strategy::ulysses).a2a_s;
+  c.zero = 2;  // no gathers during forward and backward
+  const double alone = result(simulate_step(c), Strategy::ulysses).a2a_s;
+  CHECK(shared > 1.05 * alone);
+}
+
+TEST_CASE("step: Ulysses exchanges are N-way - BASP's are K-way inside the node") {
+  const StepReport rep = simulate_step(paper("llama-3.2-1b", {Strategy::ulysses, Strategy::basp}));
+  const auto& u = result(rep, Strategy::ulysses);
+  const auto& b = result(rep, Strategy::basp);
+  CHECK(u.layout.a2a_size == 8);
+  CHECK(b.layout.a2a_size == 4);
+  CHECK(u.layout.tokens_per_rank == b.layout.tokens_per_rank);  // B·S/N = S/K
+  CHECK(b.a2a_s < u.a2a_s / 2);
+  CHECK(b.step_s < u.step_s);
+  CHECK(*b.speedup_vs_ulysses == Approx(u.step_s / b.step_s));
+  CHECK(b.tokens_per_s == Approx(b.layout.sequences * 16384 / b.step_s));
+}
+
+TEST_CASE("step: KV heads are replicated when fewer than the all-to-all group") {
+  StepConfig c = paper("llama-3.2-1b", {Strategy::ulysses});  // 32 heads, 8 KV heads, head_dim 64
+  c.topology = "dgx-h100";
+  c.overrides.nodes = 2;
+  c.sp = 16;
+  const StepReport rep = simulate_step(c);
+  const Layout& l = rep.results[0].layout;
+  CHECK(l.kv_bytes == 2.0 * l.tokens_per_rank * 16 * 64);
+  CHECK(l.q_bytes == 2.0 * l.tokens_per_rank * 32 * 64);
+}
+
+TEST_CASE("step: each strategy's constraints are input errors naming the flag") {
+  auto field_of = [](StepConfig c) {
+    try {
+      simulate_step(c);
+    } catch (const InputError& e) {
+      return e.field;
+    }
+    return std::string("no error");
+  };
+  StepConfig c = paper("llama-3.2-3b", {Strategy::ulysses});  // 24 heads
+  c.topology = "dgx-h100";
+  c.overrides.nodes = 2;
+  c.sp = 16;
+  CHECK(field_of(c) == "--sp");
+  c = paper("llama-3.2-1b", {Strategy::basp});
+  c.batch = 3;  // does not divide N = 8
+  CHECK(field_of(c) == "--batch");
+  c = paper("llama-3.2-1b", {Strategy::usp});
+  c.ulysses_degree = 3;
+  CHECK(field_of(c) == "--ulysses-degree");
+  c = paper("llama-3.2-1b", {Strategy::ring});
+  c.seq = 1000;  // not a multiple of 2N
+  CHECK(field_of(c) == "--seq");
+  c = paper("llama-3.2-1b", {Strategy::ulysses});
+  c.sp = 3;
+  CHECK(field_of(c) == "--sp");
+  c = paper("llama-3.2-1b", {Strategy::ulysses});
+  c.zero_group = 3;
+  CHECK(field_of(c) == "--zero-group");
+  c.gpus = 9;
+  CHECK(field_of(c) == "--gpus");
+}
+
+TEST_CASE("step: activation checkpointing recomputes the forward exchanges") {
+  StepConfig c = paper("llama-3.2-1b", {Strategy::ulysses});
+  const StrategyResult plain = result(simulate_step(c), Strategy::ulysses);
+  c.checkpointing = true;
+  const StrategyResult ckpt = result(simulate_step(c), Strategy::ulysses);
+  // Four more 8-way all-to-alls per layer: 4 · 8 · 7 flows each, 16 layers.
+  CHECK(ckpt.stats.flows - plain.stats.flows == 16u * 4 * 8 * 7);
+  CHECK(ckpt.a2a_s > 1.3 * plain.a2a_s);
+  CHECK(ckpt.compute_s > plain.compute_s);
+  CHECK(ckpt.memory.activations < plain.memory.activations / 4);
+}
+
+TEST_CASE("step: SP groups of a larger job run concurrently on one network") {
+  StepConfig c = paper("llama-3.2-1b", {Strategy::ulysses, Strategy::basp});
+  c.topology = "dgx-h100";
+  c.overrides.nodes = 4;
+  c.sp = 16;
+  c.batch = 2;
+  const StepReport rep = simulate_step(c);
+  CHECK(rep.config.gpus == 32);
+  for (const auto& r : rep.results) {
+    CHECK(r.layout.sequences == 2 * 2);  // DP 2 × B
+    CHECK(r.layout.a2a_groups.size() == (r.strategy == Strategy::ulysses ? 2u : 4u));
+  }
+}
+
+TEST_CASE("step: hierarchical sharding keeps G/M replicas and all-reduces across them") {
+  StepConfig c = paper("llama-3.2-1b", {Strategy::basp});
+  c.topology = "dgx-h100";
+  c.overrides.nodes = 2;
+  c.sp = 8;
+  const StrategyResult flat = result(simulate_step(c), Strategy::basp);
+  c.zero_group = 8;
+  const StrategyResult hier = result(simulate_step(c), Strategy::basp);
+  CHECK(hier.memory.states == Approx(2 * flat.memory.states));
+  // Gathers and reduce-scatters stay on one node's NVSwitch; only the replica all-reduce of an
+  // eighth of the gradients crosses the NICs (BASP's exchanges never do).
+  const int nic = static_cast<int>(LinkClass::nic);
+  CHECK(hier.class_bytes[nic] > 0);
+  CHECK(hier.class_bytes[nic] < 0.5 * flat.class_bytes[nic]);
+}
+
+TEST_CASE("step: ring attention overlaps its KV passing with attention") {
+  StepConfig c = paper("llama-3.1-8b", {Strategy::ring});
+  c.checkpointing = true;
+  const StrategyResult r = result(simulate_step(c), Strategy::ring);
+  CHECK(r.a2a_s > 0);
+  CHECK(r.a2a_exposed_s < 0.95 * r.a2a_s);
+}
+
+TEST_CASE("step: memory verdict against HBM follows checkpointing") {
+  StepConfig c = paper("llama-3.1-8b", {Strategy::basp});
+  const StrategyResult plain = result(simulate_step(c), Strategy::basp);
+  c.checkpointing = true;
+  const StrategyResult ckpt = result(simulate_step(c), Strategy::basp);
+  CHECK_FALSE(plain.fits);  // 8B at 16K x 2 on 40 GB without checkpointing
+  CHECK(ckpt.fits);
+  CHECK(ckpt.memory.total() < plain.memory.total());
+}
