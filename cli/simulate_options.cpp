@@ -58,6 +58,10 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--ulysses-degree", a.ulysses_degree, "usp: Ulysses degree U, rings of N/U (0 = GPUs per node)")
       ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+  app.add_option("--layers-simulated", a.layers_simulated,
+                 "Layers built into the graph (0 = all, or a window of at least 5 when the graph would exceed "
+                 "12M flows; the window's middle layer stands for the rest)")
+      ->check(CLI::Range(0, 100000))->capture_default_str();
 }
 
 StepConfig to_step_config(const SimulateArgs& a) {
@@ -85,6 +89,7 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.calibration = a.calibration;
   c.replica_batch = a.replica_batch;
   c.ulysses_degree = a.ulysses_degree;
+  c.layers_simulated = a.layers_simulated;
   return c;
 }
 

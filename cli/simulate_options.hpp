@@ -28,6 +28,7 @@ struct SimulateArgs {
   std::string calibration;
   int replica_batch = 1;
   int ulysses_degree = 0;
+  int layers_simulated = 0;
 };
 
 void add_simulate_options(CLI::App& app, SimulateArgs& args);

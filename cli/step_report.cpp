@@ -69,6 +69,7 @@ nlohmann::ordered_json config_json(const StepReport& r) {
           {"precision", "bf16"},
           {"replica_batch", c.replica_batch},
           {"ulysses_degree", c.ulysses_degree},
+          {"layers_simulated", c.layers_simulated},
           {"calibration",
            {{"name", cal.name},
             {"file", cal.source},
@@ -89,6 +90,7 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
       {"a2a_group_size", r.layout.a2a_size},
       {"ring_size", r.layout.ring_size},
       {"tokens_per_rank", r.layout.tokens_per_rank},
+      {"layers_simulated", r.layers_simulated},
       {"sequences_per_step", r.layout.sequences},
       {"step_s", r.step_s},
       {"compute_s", r.compute_s},
@@ -194,6 +196,11 @@ void print_table(const StepReport& rep, bool links) {
                     format_bandwidth(rep.topology.link(u.link).capacity_Bps).c_str(), format_bytes(u.bytes).c_str(),
                     u.utilization * 100);
     }
+  for (const StrategyResult& r : rep.results)
+    if (r.layers_simulated < rep.model.layers)
+      std::printf("# %s: %d of %d layers simulated (graph size); the other layers repeat the middle one's times "
+                  "(links: the simulated layers only)\n",
+                  std::string(to_string(r.strategy)).c_str(), r.layers_simulated, rep.model.layers);
   std::printf("# simulated in");
   for (const StrategyResult& r : rep.results)
     std::printf(" %s %.2f s (%llu flows)", std::string(to_string(r.strategy)).c_str(), r.wall_s,

@@ -77,10 +77,20 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.strategy = strategy;
   res.layout = make_layout(run.config, run.model, strategy, ranks, run.topo.gpus_per_node);
   const StepCosts costs = step_costs(run.cost, res.layout, run.config.checkpointing, run.zero);
+  const int layers = run.model.layers;
+  int window = layers;
+  if (run.config.layers_simulated > 0) {
+    window = std::min(layers, std::max(run.config.layers_simulated, 5));
+  } else {
+    const double per_layer = flows_per_layer(res.layout, run.config.checkpointing, run.topo);
+    if (per_layer * layers > run.config.flow_budget)
+      window = std::min(layers, std::max(5, static_cast<int>(run.config.flow_budget / per_layer)));
+  }
+  res.layers_simulated = window;
   Engine engine(link_capacities(run.topo));
   Router router(run.topo);
-  const StepTasks tasks =
-      build_step(engine, router, run.topo, res.layout, costs, run.model, run.config.checkpointing, run.zero);
+  const StepTasks tasks = build_step(engine, router, run.topo, res.layout, costs, run.model,
+                                     run.config.checkpointing, run.zero, window);
   const int watched = trace ? std::max(run.options.busiest_links, 16) : 0;
   if (trace) {
     std::vector<int> ids;
@@ -89,39 +99,78 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   }
   res.stats = engine.run();
 
+  // Per rank: totals over the graph, and what the middle layer of a window adds (its spans, and
+  // the time from its start to the next layer's in forward and in backward).
+  const int mid = window / 2;
+  const bool extrapolate = window < layers;
+  struct Figures {
+    double compute = 0, a2a = 0, a2a_exposed = 0, zero = 0, zero_exposed = 0, period = 0;
+  } total, middle;
   for (TaskId t : tasks.end) res.step_s = std::max(res.step_s, engine.finish_time(t));
   std::vector<Interval> compute, exchange, zero;
+  // ZeRO time is summed over calls (gathers and reductions run on two streams and may overlap),
+  // so that it adds up over layers; its exposed part is that of their union.
+  auto add = [](Figures& f, const std::vector<Interval>& c, const std::vector<Interval>& cx,
+                const std::vector<Interval>& x, const std::vector<Interval>& z, double compute_s, double zero_s) {
+    f.compute += compute_s;
+    f.a2a += length(x);
+    f.a2a_exposed += length(x) - overlap(x, c);
+    f.zero += zero_s;
+    f.zero_exposed += length(z) - overlap(z, cx);
+  };
   for (int r = 0; r < ranks; ++r) {
     compute.clear();
     exchange.clear();
     zero.clear();
+    std::vector<Interval> mid_exchange, mid_zero;
+    double mid_compute = 0, zero_calls = 0, mid_zero_calls = 0;
+    double first[2][3] = {{-1, -1, -1}, {-1, -1, -1}};  // [forward, later][layer mid-1, mid, mid+1]
     for (const Span& s : tasks.spans[r]) {
       const Interval i{engine.ready_time(s.first), engine.finish_time(s.last)};
-      switch (span_kind(s.label)) {
+      const SpanKind kind = span_kind(s.label);
+      switch (kind) {
         case SpanKind::compute: compute.push_back(i); break;
         case SpanKind::sp_comm: exchange.push_back(i); break;
-        default: zero.push_back(i); break;
+        default:
+          zero.push_back(i);
+          zero_calls += i.second - i.first;
+          break;
+      }
+      if (!extrapolate || s.layer < mid - 1 || s.layer > mid + 1) continue;
+      double& start = first[s.pass == 0 ? 0 : 1][s.layer - mid + 1];
+      if (start < 0 && kind != SpanKind::zero_gather) start = i.first;
+      if (s.layer != mid) continue;
+      if (kind == SpanKind::compute) mid_compute += i.second - i.first;
+      else if (kind == SpanKind::sp_comm) mid_exchange.push_back(i);
+      else {
+        mid_zero.push_back(i);
+        mid_zero_calls += i.second - i.first;
       }
     }
     const auto c = merged(compute), x = merged(exchange), z = merged(zero);
     std::vector<Interval> busy = compute;
     busy.insert(busy.end(), exchange.begin(), exchange.end());
     const auto cx = merged(std::move(busy));
-    res.compute_s += length(c);
-    res.a2a_s += length(x);
-    res.a2a_exposed_s += length(x) - overlap(x, c);
-    res.zero_comm_s += length(z);
-    res.zero_exposed_s += length(z) - overlap(z, cx);
+    add(total, c, cx, x, z, length(c), zero_calls);
+    if (extrapolate) {
+      add(middle, c, cx, merged(std::move(mid_exchange)), merged(std::move(mid_zero)), mid_compute, mid_zero_calls);
+      middle.period += (first[0][2] - first[0][1]) + (first[1][0] - first[1][1]);
+    }
   }
-  for (double* v : {&res.compute_s, &res.a2a_s, &res.a2a_exposed_s, &res.zero_comm_s, &res.zero_exposed_s})
-    *v /= ranks;
+  const double missing = layers - window;
+  res.step_s += missing * middle.period / ranks;
+  res.compute_s = (total.compute + missing * middle.compute) / ranks;
+  res.a2a_s = (total.a2a + missing * middle.a2a) / ranks;
+  res.a2a_exposed_s = (total.a2a_exposed + missing * middle.a2a_exposed) / ranks;
+  res.zero_comm_s = (total.zero + missing * middle.zero) / ranks;
+  res.zero_exposed_s = (total.zero_exposed + missing * middle.zero_exposed) / ranks;
   res.a2a_share = res.step_s > 0 ? res.a2a_s / res.step_s : 0;
   res.tokens_per_s = res.layout.sequences * double(run.config.seq) / res.step_s;
   res.model_flops = costs.model_flops;
   res.mfu = costs.model_flops / (res.step_s * run.gpu.peak_bf16_flops);
   res.memory = memory_per_gpu(run.model, res.layout, run.zero, run.config.checkpointing);
   res.fits = res.memory.total() <= run.gpu.hbm_bytes;
-  res.busiest_links = busiest(run.topo, engine.link_bytes(), run.options.busiest_links, res.step_s);
+  res.busiest_links = busiest(run.topo, engine.link_bytes(), run.options.busiest_links, res.stats.end_s);
   for (int id = 0; id < run.topo.link_count(); ++id)
     res.class_bytes[static_cast<int>(run.topo.link(id).cls)] += engine.link_bytes()[id];
   if (trace) {

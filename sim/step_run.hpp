@@ -33,7 +33,7 @@ struct StrategyResult {
   double a2a_s = 0;           // per rank, averaged: time inside the strategy's exchange calls
   double a2a_exposed_s = 0;   // the part of a2a_s not overlapped with the rank's compute
   double a2a_share = 0;       // a2a_s / step_s
-  double zero_comm_s = 0;     // per rank, averaged: time inside ZeRO calls (gathers and reductions)
+  double zero_comm_s = 0;     // per rank, averaged: time inside ZeRO calls, summed over calls
   double zero_exposed_s = 0;  // the part overlapped neither with compute nor with the exchanges
   double tokens_per_s = 0;
   double mfu = 0;             // model FLOPs / (step time · peak)
@@ -41,8 +41,11 @@ struct StrategyResult {
   std::optional<double> speedup_vs_ulysses;
   MemoryBreakdown memory;
   bool fits = true;           // memory.total() within the GPU's HBM
-  std::vector<LinkUse> busiest_links;  // by bytes, most first
-  std::array<double, 5> class_bytes{};  // bytes over all links of each LinkClass
+  // Link figures cover the simulated graph (all layers, or the window when layers_simulated is
+  // fewer than the model's): busiest links by bytes, most first; bytes per LinkClass.
+  std::vector<LinkUse> busiest_links;
+  std::array<double, 5> class_bytes{};
+  int layers_simulated = 0;   // of the model's layers; the rest extrapolated from the middle one
   RunStats stats;
   double wall_s = 0;          // host time to build and simulate
 };

@@ -57,8 +57,7 @@ class StepBuilder {
     }
   }
 
-  StepTasks build(bool checkpointing) {
-    const int layers = model_.layers;
+  StepTasks build(bool checkpointing, int layers) {
     const bool zero3 = zero_.stage == 3;
     // Forward: embedding, layers, LM head; gathers run one module ahead of the compute.
     std::vector<TaskId> started;  // per rank: the module that a prefetch may run ahead of has begun
@@ -276,8 +275,17 @@ StepCosts step_costs(const CostModel& cost, const Layout& l, bool checkpointing,
 }
 
 StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const Layout& layout,
-                     const StepCosts& costs, const ModelSpec& model, bool checkpointing, const ZeroPlan& zero) {
-  return StepBuilder(engine, router, topo, layout, costs, model, zero).build(checkpointing);
+                     const StepCosts& costs, const ModelSpec& model, bool checkpointing, const ZeroPlan& zero,
+                     int layers) {
+  return StepBuilder(engine, router, topo, layout, costs, model, zero).build(checkpointing, layers);
+}
+
+double flows_per_layer(const Layout& l, bool checkpointing, const Topology& topo) {
+  const double passes = checkpointing ? 3 : 2;
+  const double a2a = double(l.a2a_groups.size()) * l.a2a_size * (l.a2a_size - 1) * 4 * passes;
+  const double ring = double(l.ring_groups.size()) * l.ring_size * l.ring_size * passes;
+  const double zero = 3.0 * l.ranks * std::max(1, topo.gpus_per_node);  // ring edges, one channel per NIC at most
+  return a2a + ring + zero;
 }
 
 }  // namespace basp

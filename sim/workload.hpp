@@ -54,7 +54,13 @@ struct StepTasks {
   std::vector<TaskId> end;               // per rank: everything of its step has finished
 };
 
+// `layers` transformer layers are built (all of the model's, or a window of them whose middle
+// layer stands for the others, see step_run.cpp); everything outside the layers is built once.
 StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const Layout& layout,
-                     const StepCosts& costs, const ModelSpec& model, bool checkpointing, const ZeroPlan& zero);
+                     const StepCosts& costs, const ModelSpec& model, bool checkpointing, const ZeroPlan& zero,
+                     int layers);
+
+// Flows one layer adds to the graph (forward, backward and recomputation), to size windows.
+double flows_per_layer(const Layout& layout, bool checkpointing, const Topology& topo);
 
 }  // namespace basp

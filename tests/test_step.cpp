@@ -197,3 +197,27 @@ TEST_CASE("step: memory verdict against HBM follows checkpointing") {
   CHECK(ckpt.fits);
   CHECK(ckpt.memory.total() < plain.memory.total());
 }
+
+TEST_CASE("step: a window of layers extrapolated from its middle layer matches the full graph") {
+  StepConfig c = paper("llama-3.2-1b", {Strategy::ulysses, Strategy::basp, Strategy::ring});
+  c.topology = "dgx-h100";
+  c.overrides.nodes = 4;
+  c.sp = 16;
+  c.checkpointing = true;
+  c.zero_group = 16;
+  const StepReport full = simulate_step(c);
+  c.layers_simulated = 5;
+  const StepReport window = simulate_step(c);
+  for (std::size_t i = 0; i < full.results.size(); ++i) {
+    const StrategyResult &f = full.results[i], &w = window.results[i];
+    INFO(to_string(f.strategy));
+    CHECK(f.layers_simulated == 16);
+    CHECK(w.layers_simulated == 5);
+    CHECK(w.stats.flows < f.stats.flows / 2);
+    CHECK(w.step_s == Approx(f.step_s).epsilon(1e-3));
+    CHECK(w.compute_s == Approx(f.compute_s).epsilon(1e-6));
+    CHECK(w.a2a_s == Approx(f.a2a_s).epsilon(1e-3));
+    CHECK(w.a2a_exposed_s == Approx(f.a2a_exposed_s).epsilon(1e-3));
+    CHECK(w.zero_comm_s == Approx(f.zero_comm_s).epsilon(1e-3));
+  }
+}
