@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   basp::cli::add_topo_command(app, run);
   basp::cli::add_collective_command(app, run);
   basp::cli::add_simulate_command(app, run);
+  basp::cli::add_sweep_command(app, run);
   try {
     app.parse(argc, argv);
     return run();

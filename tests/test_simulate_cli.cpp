@@ -116,3 +116,30 @@ TEST_CASE("simulate: bad input exits 2 with one message naming the flag") {
     CHECK_THAT(r.out, Catch::Contains(c.says));
   }
 }
+
+TEST_CASE("sweep: the cross product of --vary values - one CSV row per combination and strategy") {
+  const Run r = basp_cli("sweep --vary seq=8K,16K --vary batch=2,4 --csv", false);
+  REQUIRE(r.code == 0);
+  std::istringstream in(r.out);
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  REQUIRE(lines.size() == 1 + 4 * 2);
+  CHECK(lines[0].rfind("seq,batch,strategy,", 0) == 0);
+  CHECK(lines[1].rfind("8K,2,ulysses,paper-a100-2x4,llama-3.2-1b,8,8,8192,2,", 0) == 0);
+  CHECK(lines[8].rfind("16K,4,basp,paper-a100-2x4,llama-3.2-1b,8,8,16384,4,", 0) == 0);
+}
+
+TEST_CASE("sweep: an impossible combination is a row with its reason - a bad key exits 2") {
+  const Run r = basp_cli("sweep --vary batch=2,3");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("not possible"));
+  CHECK_THAT(r.out, Catch::Contains("--batch"));
+  const Run bad = basp_cli("sweep --vary colour=red");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("'colour' is not a simulate flag"));
+  const Run none = basp_cli("sweep --vary batch=3,5");
+  CHECK(none.code == 2);
+  const Run value = basp_cli("sweep --vary zero=7");
+  CHECK(value.code == 2);
+}
