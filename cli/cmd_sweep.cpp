@@ -6,6 +6,7 @@
 #include "simulate_options.hpp"
 #include "step_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>

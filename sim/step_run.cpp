@@ -76,7 +76,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   StrategyResult res;
   res.strategy = strategy;
   res.layout = make_layout(run.config, run.model, strategy, ranks, run.topo.gpus_per_node);
-  const StepCosts costs = step_costs(run.cost, res.layout, run.config.checkpointing, run.zero);
+  const StepCosts costs = step_costs(run.cost, res.layout, run.zero);
   const int layers = run.model.layers;
   int window = layers;
   if (run.config.layers_simulated > 0) {

@@ -3,8 +3,6 @@
 // module ahead), gradients are reduced per module on their own stream as backward produces them.
 #include "workload.hpp"
 
-#include "input_error.hpp"
-
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -245,8 +243,7 @@ class StepBuilder {
 std::string_view span_name(Label label) { return labels[static_cast<int>(label)].name; }
 SpanKind span_kind(Label label) { return labels[static_cast<int>(label)].kind; }
 
-StepCosts step_costs(const CostModel& cost, const Layout& l, bool checkpointing, const ZeroPlan& zero) {
-  (void)checkpointing;
+StepCosts step_costs(const CostModel& cost, const Layout& l, const ZeroPlan& zero) {
   const ModelSpec& m = cost.model;
   StepCosts c;
   const double t = l.tokens_per_rank;

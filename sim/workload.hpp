@@ -47,7 +47,7 @@ struct StepCosts {
   double head_gradients = 0;  // parameters whose gradients the LM head module reduces
   double model_flops = 0;     // per rank per step, without recomputation (what MFU counts)
 };
-StepCosts step_costs(const CostModel& cost, const Layout& layout, bool checkpointing, const ZeroPlan& zero);
+StepCosts step_costs(const CostModel& cost, const Layout& layout, const ZeroPlan& zero);
 
 struct StepTasks {
   std::vector<std::vector<Span>> spans;  // per rank, in the order they were issued
