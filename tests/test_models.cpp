@@ -63,8 +63,8 @@ parameters: 12345
   }
 }
 
-TEST_CASE("models: unknown keys and bad values are input errors") {
-  test::TempFile unknown(R"(name: tiny
+TEST_CASE("models: bad values and unknown names are input errors") {
+  test::TempFile kv(R"(name: tiny
 sources: test
 layers: 2
 hidden: 64
@@ -80,7 +80,7 @@ qk_norm: false
 norm: rmsnorm
 parameters: 1
 )");
-  CHECK_THROWS_AS(load_model(unknown.path), InputError);  // 3 KV heads do not divide 4 heads
+  CHECK_THROWS_AS(load_model(kv.path), InputError);  // 3 KV heads do not divide 4 heads
   test::TempFile kind(R"(name: tiny
 ffn_kind: relu
 )");
