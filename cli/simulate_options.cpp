@@ -2,10 +2,8 @@
 // take K (×1024) and M (×1024²) suffixes, as people write them ("16K", "128K").
 #include "simulate_options.hpp"
 
-#include "gpu_kind.hpp"
 #include "input_error.hpp"
 
-#include <cctype>
 #include <cstdio>
 
 namespace basp::cli {

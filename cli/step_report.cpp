@@ -107,7 +107,7 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
         {"logits_bytes", m.logits},
         {"buffers_bytes", m.buffers},
         {"runtime_bytes", m.runtime},
-        {"hbm_bytes", m.total() > 0 ? lookup_gpu_kind(rep.gpu_kind)->hbm_bytes : 0},
+        {"hbm_bytes", lookup_gpu_kind(rep.gpu_kind)->hbm_bytes},
         {"fits", r.fits}}},
       {"tokens_per_s", r.tokens_per_s},
       {"mfu", r.mfu},

@@ -45,6 +45,16 @@ void set_alltoall(Layout& l, const ModelSpec& m, int p) {
   l.kv_bytes = element_bytes * l.tokens_per_rank * std::max(m.kv_heads, p) * m.head_dim;
 }
 
+// Ulysses of degree p over `groups`, each rank attending H/p heads of `sequences` whole sequences.
+void set_ulysses(Layout& l, const ModelSpec& m, int p, double sequences, double seq,
+                 std::vector<std::vector<int>> groups) {
+  l.a2a_groups = std::move(groups);
+  set_alltoall(l, m, p);
+  l.attention_heads = double(m.heads) / p;
+  l.attention_blocks = sequences;
+  l.block_queries = l.block_keys = seq;
+}
+
 }  // namespace
 
 Layout make_layout(const StepConfig& c, const ModelSpec& m, Strategy strategy, int ranks, int gpus_per_node) {
@@ -58,7 +68,6 @@ Layout make_layout(const StepConfig& c, const ModelSpec& m, Strategy strategy, i
   check_divides(n, ranks, "--sp", "the job's GPUs must be a whole number of SP groups (G = DP × N)");
   if (b < 1) bad("--batch", "must be at least 1");
   const int dp = ranks / n;
-  const std::string name(to_string(strategy));
 
   switch (strategy) {
     case Strategy::ulysses: {
@@ -66,12 +75,7 @@ Layout make_layout(const StepConfig& c, const ModelSpec& m, Strategy strategy, i
       check_divides(n, c.seq, "--seq", "Ulysses splits each sequence over the N ranks");
       l.tokens_per_rank = b * s / n;
       l.sequences = double(b) * dp;
-      for (int d = 0; d < dp; ++d)
-        for (auto& g : contiguous(d * n, n, n)) l.a2a_groups.push_back(std::move(g));
-      set_alltoall(l, m, n);
-      l.attention_heads = double(m.heads) / n;
-      l.attention_blocks = b;
-      l.block_queries = l.block_keys = s;
+      set_ulysses(l, m, n, b, s, contiguous(0, ranks, n));
       break;
     }
     case Strategy::basp: {
@@ -81,15 +85,13 @@ Layout make_layout(const StepConfig& c, const ModelSpec& m, Strategy strategy, i
       check_divides(k, c.seq, "--seq", "BASP splits each sequence over the K ranks of its group");
       l.tokens_per_rank = s / k;
       l.sequences = double(b) * dp;
+      std::vector<std::vector<int>> groups;
       for (int d = 0; d < dp; ++d)
         for (auto g : make_groups(n, b, c.placement)) {
           for (int& r : g) r += d * n;
-          l.a2a_groups.push_back(std::move(g));
+          groups.push_back(std::move(g));
         }
-      set_alltoall(l, m, k);
-      l.attention_heads = double(m.heads) / k;
-      l.attention_blocks = 1;
-      l.block_queries = l.block_keys = s;
+      set_ulysses(l, m, k, 1, s, std::move(groups));
       break;
     }
     case Strategy::sp_dp: {
@@ -101,11 +103,7 @@ Layout make_layout(const StepConfig& c, const ModelSpec& m, Strategy strategy, i
       check_divides(k, c.seq, "--seq", "SP×DP splits each sequence over its K ranks");
       l.tokens_per_rank = rb * s / k;
       l.sequences = double(rb) * ranks / k;
-      l.a2a_groups = contiguous(0, ranks, k);
-      set_alltoall(l, m, k);
-      l.attention_heads = double(m.heads) / k;
-      l.attention_blocks = rb;
-      l.block_queries = l.block_keys = s;
+      set_ulysses(l, m, k, rb, s, contiguous(0, ranks, k));
       break;
     }
     case Strategy::ring: {

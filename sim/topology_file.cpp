@@ -7,6 +7,7 @@
 #include "topology_template.hpp"
 #include "yaml_fields.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -167,10 +168,13 @@ std::string resolve_data_file(const std::string& folder, const std::string& name
   const fs::path base = env && *env ? fs::path(env) : fs::path(BASP_DEFAULT_DATA_DIR);
   const fs::path file = base / folder / (name + ".yaml");
   if (!fs::exists(file)) {
-    std::string known;
+    std::vector<std::string> names;  // sorted: the message must not depend on directory order
     if (fs::is_directory(base / folder))
       for (const auto& entry : fs::directory_iterator(base / folder))
-        if (entry.path().extension() == ".yaml") known += (known.empty() ? "" : ", ") + entry.path().stem().string();
+        if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+    std::sort(names.begin(), names.end());
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
     throw InputError("", 0, "", "no " + folder + " named '" + name + "' in " + (base / folder).string() +
                                     (known.empty() ? "" : " (shipped: " + known + ")"));
   }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 
 namespace basp {
 namespace {
@@ -59,23 +58,23 @@ class StepBuilder {
     const bool zero3 = zero_.stage == 3;
     // Forward: embedding, layers, LM head; gathers run one module ahead of the compute.
     std::vector<TaskId> started;  // per rank: the module that a prefetch may run ahead of has begun
-    auto begin_module = [&](double parameters, int layer) {
-      if (zero3) gather(parameters, layer, started);
+    auto begin_module = [&](double parameters, int layer, std::uint8_t pass) {
+      if (zero3) gather(parameters, layer, pass, started);
       started = compute_;
     };
-    begin_module(costs_.embedding_parameters, -1);
+    begin_module(costs_.embedding_parameters, -1, forward);
     compute(Label::embedding, -1, forward, costs_.embedding[0]);
     for (int layer = 0; layer < layers; ++layer) {
-      begin_module(costs_.layer_parameters, layer);
+      begin_module(costs_.layer_parameters, layer, forward);
       layer_forward(layer, forward);
     }
-    begin_module(costs_.head_parameters, -1);
+    begin_module(costs_.head_parameters, -1, forward);
     compute(Label::lm_head, -1, forward, costs_.lm_head[0]);
     // Backward: the head's parameters are still resident; layers are gathered again in reverse.
     compute(Label::lm_head, -1, backward, costs_.lm_head[1]);
     reduce_gradients(costs_.head_gradients, -1);
     for (int layer = layers - 1; layer >= 0; --layer) {
-      begin_module(costs_.layer_parameters, layer);
+      begin_module(costs_.layer_parameters, layer, backward);
       if (checkpointing) layer_forward(layer, recompute);
       layer_backward(layer);
       reduce_gradients(costs_.layer_parameters, layer);
@@ -88,9 +87,7 @@ class StepBuilder {
     if (zero_.stage == 1 || zero_.stage == 2) {
       gather_ = compute_;  // the gather stream picks up after the optimizer
       collective(Label::zero_allgather, -1, forward, shard_groups_, CollectiveOp::allgather,
-                 2.0 * (model_.layers * costs_.layer_parameters + costs_.embedding_parameters +
-                        costs_.head_gradients),
-                 gather_);
+                 2.0 * total_parameters(model_), gather_);
     }
     out_.end.resize(ranks_);
     for (int r = 0; r < ranks_; ++r) {
@@ -111,7 +108,7 @@ class StepBuilder {
   }
 
   // One call per group; each member enters after its stream's tail, which becomes the call's return.
-  std::vector<TaskId>& collective(Label label, int layer, std::uint8_t pass,
+  void collective(Label label, int layer, std::uint8_t pass,
                                   const std::vector<std::vector<int>>& groups, CollectiveOp op, double bytes,
                                   std::vector<TaskId>& tail) {
     entry_.clear();
@@ -125,7 +122,6 @@ class StepBuilder {
         out_.spans[g[i]].push_back({t.member_call[i], t.member_done[i], std::int16_t(layer), label, pass});
       }
     }
-    return tail;
   }
 
   void alltoall(Label label, int layer, std::uint8_t pass, double bytes) {
@@ -134,8 +130,8 @@ class StepBuilder {
 
   // ZeRO-3: gather a module's weights on the gather stream, no earlier than the previous module's
   // compute began (prefetch depth one); its compute waits for them.
-  void gather(double parameters, int layer, const std::vector<TaskId>& started) {
-    collective(Label::zero_allgather, layer, forward, shard_groups_, CollectiveOp::allgather, 2.0 * parameters,
+  void gather(double parameters, int layer, std::uint8_t pass, const std::vector<TaskId>& started) {
+    collective(Label::zero_allgather, layer, pass, shard_groups_, CollectiveOp::allgather, 2.0 * parameters,
                gather_);
     for (std::size_t r = 0; r < started.size(); ++r) engine_.depends(last_call_[r], started[r]);
     join(gather_);
