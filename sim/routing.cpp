@@ -35,6 +35,7 @@ Router::Router(const Topology& topo) : topo_(topo) {
   for (int id = 0; id < topo.link_count(); ++id) {
     const Link& l = topo.link(id);
     cost_[id] = l.latency_s + reference_bytes / l.capacity_Bps;
+    settle_margin_ = id == 0 ? cost_[id] / 2 : std::min(settle_margin_, cost_[id] / 2);
   }
   for (Field& f : fields_) f.dist.assign(n, unreached);
   mark_.assign(n, 0);
@@ -96,19 +97,23 @@ bool Router::may_transit(VertexId v, Transit transit) const {
   return false;
 }
 
-void Router::distances_to(VertexId to, Transit transit) {
+void Router::distances_to(VertexId to, VertexId from, Transit transit) {
   Field& f = fields_[static_cast<int>(transit)];
-  if (f.to == to) return;
-  for (VertexId v : f.touched) f.dist[v] = unreached;
-  f.touched.clear();
-  f.to = to;
+  std::vector<std::pair<double, VertexId>>& heap = f.heap;
+  if (f.to != to) {
+    for (VertexId v : f.touched) f.dist[v] = unreached;
+    f.touched.clear();
+    heap.clear();
+    f.to = to;
+    f.dist[to] = 0.0;
+    f.touched.push_back(to);
+    heap.push_back({0.0, to});
+  }
+  // Vertices settle in order of distance. Once the heap's minimum lies beyond `from` by half the
+  // cheapest link's cost, every vertex a shortest path from `from` passes through (closer to `to`
+  // by at least one link) is settled; the rest of the graph is left for later sources.
   const Graph& g = topo_.graph;
-  std::vector<std::pair<double, VertexId>>& heap = dijkstra_heap_;  // min-heap via std::greater
-  heap.clear();
-  f.dist[to] = 0.0;
-  f.touched.push_back(to);
-  heap.push_back({0.0, to});
-  while (!heap.empty()) {
+  while (!heap.empty() && !(heap.front().first > f.dist[from] + settle_margin_)) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
     auto [d, v] = heap.back();
     heap.pop_back();
@@ -138,7 +143,7 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
     memo = {key, &it->second};
     return it->second;
   }
-  distances_to(to, transit);
+  distances_to(to, from, transit);
   const Field& f = fields_[static_cast<int>(transit)];
   const Graph& g = topo_.graph;
   if (f.dist[from] == unreached) {
@@ -262,7 +267,7 @@ RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
     // uses PXN over NVLink only; without an NVLink path the GPU sends through its own NIC.
     const std::size_t slot = std::size_t(s) * rails_ + g[nic_d].rail;
     if (!to_proxy_[slot] && !no_pxn_[slot]) {
-      distances_to(proxy, Transit::nvlink);
+      distances_to(proxy, s, Transit::nvlink);
       if (fields_[static_cast<int>(Transit::nvlink)].dist[s] == unreached)
         no_pxn_[slot] = 1;
       else

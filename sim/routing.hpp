@@ -47,16 +47,24 @@ class Router {
 
   const Segment& segment(VertexId from, VertexId to, Transit transit);
   const Segment& nic_segment(VertexId gpu, bool outbound);
-  void distances_to(VertexId to, Transit transit);
+  void distances_to(VertexId to, VertexId from, Transit transit);  // until `from` is settled
   bool may_transit(VertexId v, Transit transit) const;
   void append(const Segment& s, std::uint64_t salt, double& latency_s);
 
   const Topology& topo_;
   std::vector<double> cost_;            // routing cost by link id
+  double settle_margin_ = 0.0;          // half the cheapest link's cost
   std::vector<int> domain_;             // scale-up domain of each vertex (-1: none)
   std::vector<std::vector<VertexId>> proxy_;  // [node][rail] -> a GPU of that node whose NIC has that rail
   // Scratch distance fields, one per transit class, valid for the destination they were made for.
-  struct Field { std::vector<double> dist; std::vector<VertexId> touched; VertexId to = ~VertexId(0); };
+  // A field is grown lazily: Dijkstra from `to` stops once the source asked for is settled and
+  // resumes from its heap for the next source with the same destination.
+  struct Field {
+    std::vector<double> dist;
+    std::vector<VertexId> touched;
+    std::vector<std::pair<double, VertexId>> heap;  // min-heap via std::greater
+    VertexId to = ~VertexId(0);
+  };
   Field fields_[4];
   std::unordered_map<std::uint64_t, Segment> segments_;  // node-based: references stay valid
   std::vector<const Segment*> to_nic_, from_nic_;         // by GPU vertex
@@ -67,7 +75,6 @@ class Router {
   Memo memo_[4];                                          // last segment per transit class
   // Scratch for building a segment, indexed by vertex.
   std::vector<VertexId> order_;
-  std::vector<std::pair<double, VertexId>> dijkstra_heap_;
   std::vector<DagEdge> dag_scratch_;
   std::vector<Hop> split_scratch_;
   std::vector<char> mark_;
