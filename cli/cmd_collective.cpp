@@ -1,5 +1,6 @@
 // `basp collective`: one collective on B concurrent groups, swept over sizes like nccl-tests,
 // predicted by the flow-level simulator. Several --groups values compare Ulysses (1) with BASP (B).
+#include "calibration.hpp"
 #include "collective_run.hpp"
 #include "commands.hpp"
 #include "input_error.hpp"
@@ -17,6 +18,7 @@ namespace {
 
 struct CollectiveArgs {
   TopologyOptions topo;
+  std::string calibration;
   FormatOptions format;
   std::string op = "alltoall";
   std::string size, min_size, max_size;
@@ -61,6 +63,7 @@ nlohmann::ordered_json row_json(const CollectiveArgs& a, const Topology& topo, c
   const auto& r = row.r;
   return {{"op", a.op},
           {"topology", topo.name},
+          {"calibration", topo.calibration},
           {"ranks", r.ranks},
           {"groups", r.groups},
           {"group_size", r.group_size},
@@ -77,7 +80,12 @@ nlohmann::ordered_json row_json(const CollectiveArgs& a, const Topology& topo, c
 }
 
 int run_collective(const CollectiveArgs& a) {
-  const Topology topo = a.topo.load();
+  Topology topo = a.topo.load();
+  // The topology's own calibration unless told otherwise, as `basp simulate` uses it.
+  const std::string cal_name = !a.calibration.empty() ? a.calibration : topo.calibration.empty() ? "none" : topo.calibration;
+  const Calibration cal = load_calibration(cal_name);
+  apply_calibration(topo, cal);
+  topo.calibration = cal.name;  // from here on: the one applied
   const auto op = parse_collective_op(a.op);
   CollectiveSpec spec;
   spec.op = *op;  // CLI11 checked membership
@@ -119,6 +127,7 @@ int run_collective(const CollectiveArgs& a) {
   std::printf("# basp collective: %s on %s (%d GPUs: %d nodes x %d, GPU %s), %s placement\n", a.op.c_str(),
               topo.name.c_str(), static_cast<int>(topo.gpus.size()), topo.nodes, topo.gpus_per_node,
               topo.gpu_kind.c_str(), a.placement.c_str());
+  std::printf("# calibration %s (link capacities below are effective ones)\n", cal.name.c_str());
   std::printf("# routing: ecmp %s, cross-rail %s; software: launch %s, per peer %s\n",
               topo.routing.ecmp == EcmpMode::split ? "split" : "hash",
               topo.routing.cross_rail == CrossRail::pxn ? "pxn" : "spine", format_time(topo.software.launch_s).c_str(),
@@ -152,6 +161,8 @@ void add_collective_command(CLI::App& app, std::function<int()>& run) {
   auto a = std::make_shared<CollectiveArgs>();
   CLI::App* sub = app.add_subcommand("collective", "Simulate one collective on B concurrent groups (nccl-tests style)");
   a->topo.add_to(*sub, "paper-a100-2x4");
+  sub->add_option("--calibration", a->calibration,
+                  "Calibration name or file (default: the topology's own; 'none': nominal link rates and overheads)");
   a->format.add_to(*sub);
   sub->add_option("--op", a->op, "Collective: alltoall, allgather, reducescatter, allreduce, sendrecv")
       ->check(CLI::IsMember({"alltoall", "allgather", "reducescatter", "allreduce", "sendrecv"}))

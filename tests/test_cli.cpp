@@ -84,3 +84,17 @@ TEST_CASE("cli: the same input gives the same output") {
   };
   CHECK(strip_wall(basp_cli(args).out) == strip_wall(basp_cli(args).out));
 }
+
+TEST_CASE("cli: collective applies the topology's calibration unless told otherwise") {
+  const Run cal = basp::test::basp_cli("collective --size 256MiB --json", false);
+  const Run none = basp::test::basp_cli("collective --size 256MiB --json --calibration none", false);
+  REQUIRE(cal.code == 0);
+  REQUIRE(none.code == 0);
+  const auto c = nlohmann::json::parse(cal.out), n = nlohmann::json::parse(none.out);
+  CHECK(c["calibration"] == "paper-a100-2x4");
+  CHECK(n["calibration"] == "none");
+  // The 8-way all-to-all of 256 MiB is bound by the NICs, which the calibration runs at 75 %.
+  const double ratio = c["time_s"].get<double>() / n["time_s"].get<double>();
+  CHECK(ratio > 1.25);
+  CHECK(ratio < 1.40);
+}
