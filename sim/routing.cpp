@@ -38,6 +38,8 @@ Router::Router(const Topology& topo) : topo_(topo) {
     settle_margin_ = id == 0 ? cost_[id] / 2 : std::min(settle_margin_, cost_[id] / 2);
   }
   for (Field& f : fields_) f.dist.assign(n, unreached);
+  sole_up_.assign(n, unknown_link);
+  sole_down_.assign(n, unknown_link);
   mark_.assign(n, 0);
   to_nic_.assign(n, nullptr);
   for (VertexId v = 0; v < n; ++v)
@@ -239,6 +241,38 @@ void Router::append(const Segment& s, std::uint64_t salt, double& latency_s) {
   }
 }
 
+int Router::sole_fabric_link(VertexId nic, bool outbound) {
+  std::vector<int>& cache = outbound ? sole_up_ : sole_down_;
+  if (cache[nic] != unknown_link) return cache[nic];
+  const Graph& g = topo_.graph;
+  int link = -1, count = 0;
+  auto consider = [&](VertexId other, int id) {
+    const VertexKind k = g[other].kind;
+    if (k != VertexKind::fabric_switch && k != VertexKind::nic) return;
+    ++count;
+    link = k == VertexKind::fabric_switch ? id : -1;
+  };
+  if (outbound)
+    for (auto [e, end] = boost::out_edges(nic, g); e != end; ++e) consider(boost::target(*e, g), g[*e].id);
+  else
+    for (auto [e, end] = boost::in_edges(nic, g); e != end; ++e) consider(boost::source(*e, g), g[*e].id);
+  return cache[nic] = count == 1 ? link : -1;
+}
+
+void Router::append_fabric(VertexId nic_s, VertexId nic_d, std::uint64_t salt, double& latency_s) {
+  const int up = sole_fabric_link(nic_s, true), down = sole_fabric_link(nic_d, false);
+  if (up < 0 || down < 0 || nic_s == nic_d) {
+    append(segment(nic_s, nic_d, Transit::fabric), salt, latency_s);
+    return;
+  }
+  const VertexId a = topo_.link(up).to, b = topo_.link(down).from;
+  hops_.push_back({up, 1.0f});
+  latency_s += topo_.link(up).latency_s;
+  if (a != b) append(segment(a, b, Transit::fabric), salt, latency_s);
+  hops_.push_back({down, 1.0f});
+  latency_s += topo_.link(down).latency_s;
+}
+
 RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
   hops_.clear();
   double latency = 0.0;
@@ -280,7 +314,7 @@ RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
   }
   const VertexId nic_s = g[proxy].nic;
   append(nic_segment(proxy, true), salt, latency);
-  append(segment(nic_s, nic_d, Transit::fabric), salt, latency);
+  append_fabric(nic_s, nic_d, salt, latency);
   append(nic_segment(d, false), salt, latency);
   return {hops_, latency};
 }

@@ -50,6 +50,11 @@ class Router {
   void distances_to(VertexId to, VertexId from, Transit transit);  // until `from` is settled
   bool may_transit(VertexId v, Transit transit) const;
   void append(const Segment& s, std::uint64_t salt, double& latency_s);
+  // NIC to NIC over the fabric. A NIC whose only fabric link is its switch port reaches every
+  // other NIC through that switch, so the route is that link, the switch-to-switch segment and
+  // the far NIC's port: segments are then cached per switch pair, not per NIC pair.
+  void append_fabric(VertexId nic_s, VertexId nic_d, std::uint64_t salt, double& latency_s);
+  int sole_fabric_link(VertexId nic, bool outbound);  // the link id, or -1 when not exactly one
 
   const Topology& topo_;
   std::vector<double> cost_;            // routing cost by link id
@@ -68,6 +73,8 @@ class Router {
   Field fields_[4];
   std::unordered_map<std::uint64_t, Segment> segments_;  // node-based: references stay valid
   std::vector<const Segment*> to_nic_, from_nic_;         // by GPU vertex
+  static constexpr int unknown_link = -2;
+  std::vector<int> sole_up_, sole_down_;                  // by NIC vertex: sole_fabric_link, cached
   std::size_t rails_ = 0;
   std::vector<const Segment*> to_proxy_;                  // by GPU vertex · rails_ + rail
   std::vector<char> no_pxn_;                              // same index: no NVLink path to that proxy
