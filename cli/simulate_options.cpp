@@ -1,33 +1,13 @@
 // Registration of the simulate options and their conversion to a StepConfig. Sequence lengths
-// take K (×1024) and M (×1024²) suffixes, as people write them ("16K", "128K").
+// take K (×1024) and M (×1024²) suffixes (parse_tokens), as people write them ("16K", "128K").
 #include "simulate_options.hpp"
 
 #include "input_error.hpp"
+#include "units.hpp"
 
 #include <cstdio>
 
 namespace basp::cli {
-namespace {
-
-long parse_tokens(const std::string& text) {
-  std::size_t used = 0;
-  long value = -1;
-  try {
-    value = std::stol(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string suffix = text.substr(used);
-  long scale = 1;
-  if (suffix == "K" || suffix == "k") scale = 1024;
-  else if (suffix == "M" || suffix == "m") scale = 1024 * 1024;
-  else if (!suffix.empty()) value = -1;
-  if (used == 0 || value < 1 || value > (1L << 40) / scale)
-    throw InputError("", 0, "--seq", "'" + text + "' is not a sequence length (tokens, e.g. 16384, 16K, 128K)");
-  return value * scale;
-}
-
-}  // namespace
 
 void add_simulate_options(CLI::App& app, SimulateArgs& a) {
   a.topo.add_to(app, "paper-a100-2x4");
@@ -69,7 +49,7 @@ StepConfig to_step_config(const SimulateArgs& a) {
   if (!a.topo.ecmp.empty()) c.overrides.ecmp = a.topo.ecmp == "split" ? EcmpMode::split : EcmpMode::hash;
   if (!a.topo.cross_rail.empty()) c.overrides.cross_rail = a.topo.cross_rail == "pxn" ? CrossRail::pxn : CrossRail::spine;
   c.model = a.model;
-  c.seq = parse_tokens(a.seq);
+  c.seq = parse_tokens(a.seq, "--seq");
   c.batch = a.batch;
   c.sp = a.sp;
   c.gpus = a.gpus;

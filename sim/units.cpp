@@ -2,6 +2,8 @@
 // Units are case-sensitive where it matters: "Gb/s" is bits, "GB/s" is bytes.
 #include "units.hpp"
 
+#include "input_error.hpp"
+
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -101,5 +103,24 @@ std::string format_time(double s) {
   if (s >= 1e-6) return with_unit(s * 1e6, "us");
   return with_unit(s * 1e9, "ns");
 }
+
+long parse_tokens(const std::string& text, const std::string& flag) {
+  std::size_t used = 0;
+  long value = -1;
+  try {
+    value = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string suffix = text.substr(used);
+  long scale = 1;
+  if (suffix == "K" || suffix == "k") scale = 1024;
+  else if (suffix == "M" || suffix == "m") scale = 1024 * 1024;
+  else if (!suffix.empty()) value = -1;
+  if (used == 0 || value < 1 || value > (1L << 40) / scale)
+    throw InputError("", 0, flag, "'" + text + "' is not a sequence length (tokens, e.g. 16384, 16K, 128K)");
+  return value * scale;
+}
+
 
 }  // namespace basp

@@ -1,0 +1,35 @@
+// CPU reference twins (fp32) of the measured layer's kernels: exchange pack/unpack, rotary
+// embedding at global positions, causal flash-style attention forward and backward.
+#pragma once
+
+#include "layouts.hpp"
+
+namespace basp::kernels::cpu {
+
+// [tokens][heads][dh] → [peer][tokens][heads_per_peer][dh] (the all-to-all's send buffer).
+void scatter_heads_to_peers(const float* src, float* send, const ExchangeShape& s, long heads);
+// [peer][nseq][chunk][hp][dh] (received) → [nseq][peers·chunk][hp][dh]: whole sequences.
+void gather_tokens_from_peers(const float* recv, float* dst, const ExchangeShape& s, long hp);
+// The reverse of gather_tokens_from_peers: [nseq][S][hp][dh] → [peer][nseq][chunk][hp][dh].
+void scatter_tokens_to_peers(const float* src, float* send, const ExchangeShape& s, long hp);
+// The reverse of scatter_heads_to_peers: [peer][tokens][hp][dh] → [tokens][heads][dh]. Heads that
+// several peers hold (replicated KV heads) get the sum of their gradients; dst is overwritten.
+void gather_heads_from_peers(const float* recv, float* dst, const ExchangeShape& s, long heads);
+
+// Rotates x [nseq][chunk][heads][dh] in place by the rotary angles of global positions
+// first_position + i (i the token's index within its chunk), Llama's rotate-half pairing (d, d+dh/2).
+// inverse = true rotates back: the backward pass of the embedding.
+void rotary(float* x, const ExchangeShape& s, long heads, long first_position, double theta,
+            bool inverse);
+
+// Causal attention, q [nseq][seq][q_heads][dh], k, v [nseq][seq][kv_heads][dh] → o (like q) and
+// lse [nseq][q_heads][seq] (log-sum-exp of each row's scaled scores, kept for backward). Keys are
+// visited in tiles of `tile` with an online softmax: no seq×seq matrix exists.
+void attention_forward(const float* q, const float* k, const float* v, float* o, float* lse,
+                       const AttentionShape& a, long tile);
+// Gradients dq, dk, dv (overwritten) from do, recomputing probabilities from lse.
+void attention_backward(const float* q, const float* k, const float* v, const float* o,
+                        const float* dout, const float* lse, float* dq, float* dk, float* dv,
+                        const AttentionShape& a);
+
+}  // namespace basp::kernels::cpu

@@ -1,0 +1,19 @@
+// The single-device reference of the global problem: a plain S×S causal attention layer in double
+// precision, forward and backward. It shares no code with the distributed path except the inputs.
+#pragma once
+
+#include "layer_config.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace basp::validate {
+
+// Global tensors, row-major: y and dx [B][S][hidden]; weight gradients shaped like the weights.
+struct LayerResult {
+  std::vector<double> y, dx, dwq, dwk, dwv, dwo;
+};
+
+LayerResult reference_layer(std::uint64_t seed, const LayerShape& shape);
+
+}  // namespace basp::validate
