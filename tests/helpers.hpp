@@ -35,10 +35,9 @@ struct Run {
   std::string out;  // stdout and stderr together
 };
 
-// Runs the built `basp` with these arguments (shell words) and collects its output and exit code.
-inline Run basp_cli(const std::string& args, bool with_stderr = true) {
+// Runs a shell command line and collects its output (stdout, plus stderr unless redirected) and exit code.
+inline Run run_command(const std::string& cmd) {
   Run r;
-  const std::string cmd = std::string(BASP_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* pipe = ::popen(cmd.c_str(), "r");
   REQUIRE(pipe);
   std::array<char, 4096> buf{};
@@ -46,6 +45,11 @@ inline Run basp_cli(const std::string& args, bool with_stderr = true) {
   const int status = ::pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs the built `basp` with these arguments (shell words) and collects its output and exit code.
+inline Run basp_cli(const std::string& args, bool with_stderr = true) {
+  return run_command(std::string(BASP_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 }  // namespace basp::test

@@ -5,7 +5,10 @@
 #include "cpu_kernels.hpp"
 
 #include <Eigen/Core>
+#include <chrono>
 #include <climits>
+#include <cstdlib>
+#include <thread>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +17,14 @@ namespace basp::validate {
 namespace {
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstMap = Eigen::Map<const RowMat>;
+
+// Fault injection for the watchdog's test (documented in validate/README.md):
+// BASP_VALIDATE_STALL_RANK=r makes world rank r never join its exchanges, as a hung peer would.
+void stall_if_asked(int world_rank) {
+  static const char* stall = std::getenv("BASP_VALIDATE_STALL_RANK");
+  if (stall && std::atoi(stall) == world_rank)
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
 }  // namespace
 
 void CpuOps::gemm(Trans ta, Trans tb, long m, long n, long k, const Buffer& a, const Buffer& b, Buffer& c,
@@ -59,6 +70,7 @@ void CpuOps::attention_backward(const Buffer& q, const Buffer& k, const Buffer& 
 void CpuOps::all_to_all(const Buffer& send, Buffer& recv, long per_peer, Phase p) {
   if (per_peer > long(INT_MAX))
     throw std::runtime_error("all-to-all of " + std::to_string(per_peer) + " elements per peer exceeds MPI's int count");
+  stall_if_asked(world_rank);
   if (watchdog) watchdog->arm("MPI_Alltoall " + std::string(kPhaseNames[int(p)]));
   MPI_Alltoall(send.data(), int(per_peer), MPI_FLOAT, recv.data(), int(per_peer), MPI_FLOAT, group);
   if (watchdog) watchdog->disarm();

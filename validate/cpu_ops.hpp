@@ -16,6 +16,7 @@ struct CpuOps {
   MPI_Comm group = MPI_COMM_NULL;
   Watchdog* watchdog = nullptr;
   long attention_tile = 64;
+  int world_rank = 0;
   PhaseTimes times{};  // this iteration's
   std::chrono::steady_clock::time_point started;
 

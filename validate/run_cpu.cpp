@@ -80,6 +80,7 @@ int run_cpu(const ValidateOptions& o, MpiControl& ctl) {
         auto ops = std::make_unique<CpuOps>();
         ops->group = ctl.split(group);
         ops->watchdog = &watchdog;
+        ops->world_rank = ctl.rank();
         ops->attention_tile = o.attention_tile;
         return ops;
       });

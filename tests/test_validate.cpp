@@ -1,0 +1,107 @@
+// The validator's plain parts: how the problem splits over ranks, the refusals, the generated
+// inputs, the checks' verdicts and the reference's own consistency.
+#include "check.hpp"
+#include "inputs.hpp"
+#include "input_error.hpp"
+#include "layer_config.hpp"
+#include "reference.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace basp::validate;
+
+namespace {
+LayerShape small_shape() {
+  LayerShape s;
+  s.heads = 8; s.kv_heads = 2; s.head_dim = 8; s.hidden = 16; s.seq = 32; s.batch = 2;
+  return s;
+}
+std::string refusal(LayerStrategy st, const LayerShape& s, int ranks) {
+  try {
+    check_layer_problem(st, s, ranks);
+  } catch (const basp::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("validate: ulysses gives every rank a slice of every sequence and basp one slice of one sequence") {
+  const LayerShape s = small_shape();
+  for (int r = 0; r < 8; ++r) {
+    const RankPlan u = plan_rank(LayerStrategy::ulysses, s, 8, r);
+    CHECK(u.exchange.nseq == 2);
+    CHECK(u.exchange.chunk == 4);
+    CHECK(u.exchange.peers == 8);
+    CHECK(u.first_position == 4 * r);
+    CHECK(u.kv_heads_local() == 1);  // 2 KV heads over 8 peers: replicated
+    const RankPlan b = plan_rank(LayerStrategy::basp, s, 8, r);
+    CHECK(b.exchange.nseq == 1);
+    CHECK(b.exchange.chunk == 8);
+    CHECK(b.exchange.peers == 4);
+    CHECK(b.first_sequence == r / 4);
+    CHECK(b.first_position == 8 * (r % 4));
+    CHECK(b.q_heads_local() == 2);
+  }
+}
+
+TEST_CASE("validate: impossible splits are refused naming the flag") {
+  LayerShape s = small_shape();
+  CHECK_THAT(refusal(LayerStrategy::basp, s, 5), Catch::Contains("--batch") && Catch::Contains("not divisible by B = 2"));
+  s.heads = 6;
+  s.kv_heads = 2;
+  CHECK_THAT(refusal(LayerStrategy::basp, s, 8), Catch::Contains("--heads") && Catch::Contains("group size K = 4"));
+  CHECK_THAT(refusal(LayerStrategy::ulysses, s, 4), Catch::Contains("group size N = 4"));
+  s = small_shape();
+  s.kv_heads = 3;
+  CHECK_THAT(refusal(LayerStrategy::ulysses, s, 4), Catch::Contains("--kv-heads"));
+  s = small_shape();
+  s.seq = 30;
+  CHECK_THAT(refusal(LayerStrategy::ulysses, s, 4), Catch::Contains("--seq"));
+  s = small_shape();
+  s.head_dim = 7;
+  CHECK_THAT(refusal(LayerStrategy::ulysses, s, 4), Catch::Contains("--head-dim"));
+  CHECK(refusal(LayerStrategy::basp, small_shape(), 8).empty());
+}
+
+TEST_CASE("validate: a rank's inputs are exactly its rows of the global problem and depend only on the seed") {
+  const LayerShape s = small_shape();
+  const RankPlan p = plan_rank(LayerStrategy::basp, s, 8, 5);  // sequence 1, slice 1
+  const auto x = token_slice(7, InputTensor::x, s, p);
+  REQUIRE(x.size() == std::size_t(8 * s.hidden));
+  CHECK(x[0] == float(input_value(7, InputTensor::x, std::uint64_t((32 + 8) * s.hidden), 1.0)));
+  CHECK(token_slice(7, InputTensor::x, s, p) == x);
+  CHECK(token_slice(8, InputTensor::x, s, p) != x);
+  CHECK(weight(7, InputTensor::wq, s) != weight(7, InputTensor::wk, s));
+}
+
+TEST_CASE("validate: the check passes a close result and fails a perturbed or missing one") {
+  const LayerShape s = small_shape();
+  const LayerResult ref = reference_layer(3, s);
+  LayerResult near = ref, off = ref, missing = ref;
+  for (auto& v : near.y) v *= 1 + 1e-7;
+  off.dwk[3] += 1.0;
+  missing.dx.pop_back();
+  for (const auto& c : check_against(near, ref, false)) CHECK(c.ok());
+  bool failed = false;
+  for (const auto& c : check_against(off, ref, false))
+    if (c.name == "dwk") failed = !c.ok();
+  CHECK(failed);
+  for (const auto& c : check_against(missing, ref, true))
+    if (c.name == "dx") CHECK_FALSE(c.ok());
+}
+
+TEST_CASE("validate: the reference's output-projection gradient is consistent with its output") {
+  LayerShape s = small_shape();
+  s.seq = 8;
+  s.batch = 1;
+  const LayerResult r = reference_layer(5, s);
+  double dot = 0;
+  for (std::size_t i = 0; i < r.y.size(); ++i)
+    dot += r.y[i] * input_value(5, InputTensor::dy, std::uint64_t(i), 1.0);
+  // y = O·Wo, so <dy, y> = <Oᵀdy, Wo> = <dWo, Wo>.
+  double dw_dot = 0;
+  for (std::size_t i = 0; i < r.dwo.size(); ++i)
+    dw_dot += r.dwo[i] * input_value(5, InputTensor::wo, std::uint64_t(i), input_scale(InputTensor::wo, s));
+  CHECK(dot == Approx(dw_dot).epsilon(1e-10));
+}

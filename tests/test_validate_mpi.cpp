@@ -1,0 +1,134 @@
+// basp-validate run under mpirun with small shapes: Ulysses and BASP equal the reference (GQA
+// replication included), B = 1 makes them identical, the exact all-to-all check, refusals, the watchdog.
+#include "helpers.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using basp::test::Run;
+using basp::test::TempFile;
+
+namespace {
+// Runs basp-validate on `np` ranks (oversubscribed: CI has 2 cores). OpenMPI's own allocations
+// that live until exit are suppressed for LeakSanitizer; our code's leaks still fail.
+Run mpirun(int np, const std::string& args, const std::string& env = "") {
+  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+                          "LSAN_OPTIONS=suppressions=" + basp::test::data("lsan-openmpi.supp") + " " + env + " " +
+                          BASP_MPIEXEC + " --oversubscribe -np " + std::to_string(np) + " " + BASP_VALIDATE_BINARY +
+                          " " + args + " 2>&1";
+  return basp::test::run_command(cmd);
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+const std::string kSmall = "--heads 8 --kv-heads 2 --head-dim 16 --hidden 64 --seq 128 -w 1 -n 2";
+
+void require_all_checks_pass(const nlohmann::json& j, double tolerance) {
+  REQUIRE(j.at("results").size() == 2);
+  for (const auto& run : j.at("results")) {
+    REQUIRE(run.at("checks").size() == 6);
+    for (const auto& c : run.at("checks")) {
+      INFO(run.at("strategy").get<std::string>() << " " << c.at("tensor").get<std::string>());
+      CHECK(c.at("rel_l2").get<double>() < tolerance);
+      CHECK(c.at("ok").get<bool>());
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("validate layer: ulysses and basp equal the double-precision reference on 4 ranks") {
+  TempFile json("", ".json");
+  const Run r = mpirun(4, "layer " + kSmall + " --batch 2 --json " + json.path);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("# Check: OK") && Catch::Contains("a2a_dq") && Catch::Contains("(us)"));
+  const auto j = read_json(json.path);
+  CHECK(j.at("schema_version") == 1);
+  CHECK(j.at("config").at("ranks") == 4);
+  CHECK(j.at("hardware").at("hosts").size() == 4);
+  require_all_checks_pass(j, 1e-5);
+  const auto& phases = j.at("results")[1].at("phases");
+  REQUIRE(phases.size() == 24);
+  CHECK(phases[3].at("name") == "a2a_q");
+  CHECK(phases[3].at("times_s").size() == 4);     // per rank
+  CHECK(phases[3].at("times_s")[0].size() == 2);  // per iteration
+  // BASP: K = 2 peers, 64 tokens, 4 query heads each, 16 dims, 4 bytes, whole send buffer.
+  CHECK(phases[3].at("send_bytes").get<double>() == 64.0 * 4 * 16 * 4 * 2);
+}
+
+TEST_CASE("validate layer: 8 oversubscribed ranks with KV heads replicated over the group equal the reference") {
+  // Ulysses: 2 KV heads over 8 peers (each replicated 4 times); BASP B = 2: over K = 4 peers.
+  TempFile json("", ".json");
+  const Run r = mpirun(8, "layer " + kSmall + " --batch 2 --json " + json.path);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  require_all_checks_pass(read_json(json.path), 1e-5);
+}
+
+TEST_CASE("validate layer: with one sequence basp is ulysses bit for bit") {
+  TempFile json("", ".json");
+  const Run r = mpirun(4, "layer " + kSmall + " --batch 1 --json " + json.path);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const auto j = read_json(json.path);
+  CHECK(j.at("results")[1].at("group_size") == 4);
+  CHECK(j.at("ulysses_vs_basp_max_abs_diff").get<double>() == 0.0);
+}
+
+TEST_CASE("validate comm: the global and grouped all-to-alls deliver every element exactly") {
+  TempFile json("", ".json");
+  const Run r = mpirun(4, "comm -b 64 -e 64K -f 8 -B 2 -w 1 -n 3 --json " + json.path);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("#wrong") && Catch::Contains("checked: OK"));
+  const auto j = read_json(json.path);
+  REQUIRE(j.at("results").size() == 2 * 4);  // 64 B, 512 B, 4 KiB, 32 KiB; each global and grouped
+  for (const auto& row : j.at("results")) {
+    CHECK(row.at("wrong") == 0);
+    CHECK(row.at("group_size") == (row.at("mode") == "global" ? 4 : 2));
+    CHECK(row.at("busbw_GBps").get<double>() > 0);
+  }
+}
+
+TEST_CASE("validate compute: the layer's GEMMs and attention report achieved FLOP/s") {
+  const Run r = mpirun(2, "compute --heads 4 --kv-heads 2 --head-dim 16 --hidden 64 --seq 128 -w 0 -n 1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("attn_bwd") && Catch::Contains("(TFLOP/s)") && Catch::Contains("gemm_qkv"));
+}
+
+TEST_CASE("validate: impossible configurations exit 2 with one clear message") {
+  Run r = mpirun(8, "layer " + kSmall + " --batch 3");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("N = 8 ranks is not divisible by B = 3"));
+  r = mpirun(8, "layer --heads 6 --kv-heads 2 --head-dim 16 --hidden 64 --seq 128 --strategy basp");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("heads (6) are not divisible by the group size K = 4"));
+  r = mpirun(2, "layer --model no-such-model");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("no-such-model"));
+  r = mpirun(2, "layer --seq 12Q");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--seq"));
+  r = mpirun(4, "comm -B 3");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--groups"));
+}
+
+TEST_CASE("validate layer: --model takes a shipped model and explicit flags override it") {
+  const Run r = mpirun(2, "layer --model llama-3.2-1b --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --seq 64 -w 0 -n 1");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("model llama-3.2-1b: heads 4, kv heads 2, head dim 16, hidden 64"));
+}
+
+TEST_CASE("validate: a hung collective becomes an abort with a clear message") {
+  const Run r = mpirun(4, "layer " + kSmall + " --timeout 2", "BASP_VALIDATE_STALL_RANK=1");
+  CHECK(r.code != 0);
+  CHECK_THAT(r.out, Catch::Contains("did not complete within 2 s"));
+}
