@@ -10,9 +10,10 @@ namespace basp::validate {
 
 enum class Trans { no, yes };
 
-// Ops provides: Buffer, alloc(n), gemm(ta, tb, m, n, k, A, B, C, beta) (row-major C = op(A)·op(B)
-// + beta·C), the kernels of kernels/cpu_kernels.hpp over Buffers, all_to_all(send, recv, elements
-// per peer) within the rank's group, and begin(Phase) / end(Phase) for timing.
+// Ops provides: Buffer, alloc(n) (activations), alloc_fp32(n) (attention's log-sum-exp),
+// gemm(ta, tb, m, n, k, A, B, C, beta) (row-major C = op(A)·op(B) + beta·C), the kernels of
+// kernels/cpu_kernels.hpp over Buffers, all_to_all(send, recv, elements per peer, phase) within the
+// rank's group, and begin(Phase) / end(Phase) for timing.
 template <class Ops>
 struct AttentionLayer {
   using Buffer = typename Ops::Buffer;
@@ -43,7 +44,7 @@ struct AttentionLayer {
     send_v = ops.alloc(P * T * hk * dh); recv_v = ops.alloc(P * T * hk * dh);
     const long S = ex.seq_len(), n = ex.nseq;
     qa = ops.alloc(n * S * hq * dh); oa = ops.alloc(n * S * hq * dh); doa = ops.alloc(n * S * hq * dh);
-    dqa = ops.alloc(n * S * hq * dh); lse = ops.alloc(n * hq * S);
+    dqa = ops.alloc(n * S * hq * dh); lse = ops.alloc_fp32(n * hq * S);
     ka = ops.alloc(n * S * hk * dh); va = ops.alloc(n * S * hk * dh);
     dka = ops.alloc(n * S * hk * dh); dva = ops.alloc(n * S * hk * dh);
   }

@@ -21,6 +21,7 @@ struct CpuOps {
   std::chrono::steady_clock::time_point started;
 
   Buffer alloc(long n) { return Buffer(std::size_t(n), 0.0f); }
+  Buffer alloc_fp32(long n) { return alloc(n); }
   void upload(Buffer& b, const std::vector<float>& host) { b = host; }
   std::vector<float> download(const Buffer& b) { return b; }
   double element_bytes() const { return sizeof(float); }
