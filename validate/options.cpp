@@ -103,7 +103,7 @@ int parse_options(int argc, char** argv, ValidateOptions& o, bool speak, bool ha
   layer->add_option("--strategy", raw.strategy, "ulysses, basp or both")->capture_default_str()
       ->check(CLI::IsMember({"ulysses", "basp", "both"}));
   layer->add_flag("!--no-check", o.check, "Skip the comparison with the reference (large timing runs)");
-  layer->add_option("--attention-tile", o.attention_tile, "Keys per attention tile (CPU kernel)")
+  layer->add_option("--attention-tile", o.attention_tile, "Keys per attention tile (CPU: any; CUDA: 32, 64 or 128)")
       ->capture_default_str()->check(CLI::PositiveNumber);
 
   CLI::App* comm = app.add_subcommand("comm", "All-to-all over all N ranks vs B concurrent K-way groups, swept over sizes");
@@ -121,7 +121,7 @@ int parse_options(int argc, char** argv, ValidateOptions& o, bool speak, bool ha
       ->check(CLI::IsMember({"ulysses", "basp", "both"}));
   compute->add_option("--ranks", o.compute_ranks, "N the shapes are split over (default: the ranks of this run)")
       ->check(CLI::NonNegativeNumber);
-  compute->add_option("--attention-tile", o.attention_tile, "Keys per attention tile (CPU kernel)")
+  compute->add_option("--attention-tile", o.attention_tile, "Keys per attention tile (CPU: any; CUDA: 32, 64 or 128)")
       ->capture_default_str()->check(CLI::PositiveNumber);
 
   std::ostringstream out, err;

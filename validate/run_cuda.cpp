@@ -83,7 +83,8 @@ struct NcclExchange final : Exchange {
       : comm(c), world_rank(world_rank_), timeout_s(timeout) {
     nccl_check(ncclCommUserRank(comm, &rank), "ncclCommUserRank");
     nccl_check(ncclCommCount(comm, &size), "ncclCommCount");
-    cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    // Blocking: the check's cudaMemcpy / cudaMemset on the default stream order before the exchange.
+    cuda_check(cudaStreamCreate(&stream), "cudaStreamCreate");
     cuda_check(cudaEventCreate(&start), "cudaEventCreate");
     cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
     send = DeviceBuffer(std::size_t(max_count) * std::size_t(size) * 4);
@@ -132,12 +133,21 @@ struct NcclExchange final : Exchange {
 };
 }  // namespace
 
-int run_cuda(const ValidateOptions& o, Control& ctl, int device) {
+int run_cuda(const ValidateOptions& o, Control& ctl, int local_rank) {
   const auto& tiles = kernels::cuda::kAttentionTiles;
   if (std::find(tiles.begin(), tiles.end(), o.attention_tile) == tiles.end())
     throw InputError("", 0, "--attention-tile", "the CUDA kernels take 32, 64 or 128, got " + std::to_string(o.attention_tile));
   if (o.command != Command::comm && (o.shape.head_dim > kernels::cuda::kMaxHeadDim))
     throw InputError("", 0, "--head-dim", "the CUDA kernels take head_dim up to " + std::to_string(kernels::cuda::kMaxHeadDim));
+  if (o.command != Command::comm)  // refuse impossible splits before touching any GPU
+    for (LayerStrategy s : o.strategies)
+      check_layer_problem(s, o.shape, o.command == Command::compute && o.compute_ranks > 0 ? o.compute_ranks : ctl.size());
+  int visible = 0;
+  const cudaError_t e = cudaGetDeviceCount(&visible);
+  if (e != cudaSuccess || visible == 0)
+    throw std::runtime_error("no CUDA device is usable on " + this_host() + " (" +
+                             (e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount found 0 devices") + ")");
+  const int device = local_rank % visible;
   const Hardware hw = cuda_hardware(ctl, device);
   ncclComm_t world = init_world(ctl, device);
   struct WorldGuard {

@@ -9,7 +9,9 @@ namespace basp::validate {
 
 class MpiControl;
 int run_cpu(const ValidateOptions& o, MpiControl& ctl);          // cpu backend under MPI
-int run_cuda(const ValidateOptions& o, Control& ctl, int device);  // cuda backend, one GPU per rank
+// cuda backend, one GPU per rank: GPU local_rank mod the GPUs visible (srun --gpus-per-task=1
+// shows each rank one GPU; mpirun on a node shows them all).
+int run_cuda(const ValidateOptions& o, Control& ctl, int local_rank);
 // Single-process launcher: one thread and one GPU per rank, no MPI (o.gpus GPUs, 0: all).
 int run_cuda_threads(const ValidateOptions& o);
 // Whether this build has the CUDA backend; when not, why.
