@@ -1,0 +1,44 @@
+// Fits a topology's link parameters (per link class: latency and effective bandwidth) and the
+// collective software overheads (launch, per peer) to measured all-to-alls, by simulating every
+// measured run on the topology, contention included.
+#pragma once
+
+#include "calibration.hpp"
+#include "measurements.hpp"
+#include "topology.hpp"
+
+#include <string>
+#include <vector>
+
+namespace basp::fitting {
+
+struct FittedParameter {
+  std::string name;   // "links.nic.efficiency", "software.launch_overhead", ...
+  double value = 0;   // SI (s) or a fraction
+  double sigma = 0;   // standard error; NaN when held
+  bool free = true;   // false: the measurements cannot separate it; held at its start value
+};
+
+struct FitQuality {
+  std::vector<double> measured, predicted;  // per sample, seconds
+  double r2 = 0;
+  double max_relative_residual = 0;         // max |p − m| / m
+  double median_relative_residual = 0;
+};
+
+struct LinkFit {
+  Calibration calibration;  // `start` with the fitted values set
+  std::vector<FittedParameter> parameters;
+  FitQuality quality;
+  int iterations = 0;
+};
+
+// Starts from `start` (a link class it leaves unset starts at efficiency 1 and the topology's
+// latency). Throws InputError when the samples cannot determine a bandwidth (too few sizes, no run
+// large enough to be bandwidth-bound, ranks beyond the topology's GPUs).
+LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& samples);
+
+// The simulated time of one measured all-to-all under a calibration.
+double predict_alltoall(const Topology& topo, const Calibration& cal, const CommSample& s);
+
+}  // namespace basp::fitting

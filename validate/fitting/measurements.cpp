@@ -1,0 +1,104 @@
+// Every field read is checked for presence and type, so a hand-edited or truncated file fails with
+// its name and the missing field instead of a JSON exception.
+#include "measurements.hpp"
+
+#include "input_error.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace basp::fitting {
+
+using nlohmann::json;
+
+std::string fnv1a_hex(const std::string& bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+namespace {
+const json& field(const json& j, const std::string& key, const std::string& path, const std::string& where) {
+  if (!j.is_object() || !j.contains(key))
+    throw InputError(path, 0, where.empty() ? key : where + "." + key, "missing (is this a basp-validate --json file?)");
+  return j.at(key);
+}
+
+double number(const json& j, const std::string& key, const std::string& path, const std::string& where) {
+  const json& v = field(j, key, path, where);
+  if (!v.is_number()) throw InputError(path, 0, where + "." + key, "must be a number");
+  return v.get<double>();
+}
+
+std::string text(const json& j, const std::string& key, const std::string& path, const std::string& where) {
+  const json& v = field(j, key, path, where);
+  if (!v.is_string()) throw InputError(path, 0, where + "." + key, "must be text");
+  return v.get<std::string>();
+}
+
+std::string hardware_line(const json& hw) {
+  std::ostringstream o;
+  o << hw.value("backend", "?") << ", " << hw.value("launcher", "?");
+  if (hw.contains("hosts") && hw["hosts"].is_array() && !hw["hosts"].empty())
+    o << ", " << hw["hosts"].size() << " ranks on " << hw["hosts"][0].get<std::string>();
+  if (hw.contains("devices") && hw["devices"].is_array() && !hw["devices"].empty())
+    o << ", " << hw["devices"][0].get<std::string>();
+  else
+    o << ", " << hw.value("cpu_model", "unknown CPU");
+  return o.str();
+}
+}  // namespace
+
+Measurements read_measurements(const std::vector<std::string>& paths) {
+  Measurements m;
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, 0, "--measurements", "cannot open this file");
+    std::stringstream buf;
+    buf << in.rdbuf();
+    const std::string bytes = buf.str();
+    json j;
+    try {
+      j = json::parse(bytes);
+    } catch (const json::parse_error& e) {
+      throw InputError(path, 0, "", std::string("not JSON: ") + e.what());
+    }
+    if (text(j, "schema", path, "") != "basp-measurements")
+      throw InputError(path, 0, "schema", "must be basp-measurements");
+    if (number(j, "schema_version", path, "") != 1)
+      throw InputError(path, 0, "schema_version", "this basp reads version 1");
+    MeasurementSource src{path, fnv1a_hex(bytes), text(j, "command", path, ""), hardware_line(field(j, "hardware", path, ""))};
+    const std::size_t id = m.sources.size();
+    m.sources.push_back(src);
+    const json& results = field(j, "results", path, "");
+    if (!results.is_array()) throw InputError(path, 0, "results", "must be a list");
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const std::string where = "results[" + std::to_string(i) + "]";
+      const json& r = results[i];
+      if (src.command == "comm") {
+        CommSample s;
+        s.ranks = int(number(field(j, "config", path, ""), "ranks", path, "config"));
+        s.groups = int(number(r, "groups", path, where));
+        s.size_bytes = number(r, "size_bytes", path, where);
+        s.time_s = number(r, "median_s", path, where);
+        s.source = id;
+        if (s.time_s <= 0 || s.size_bytes <= 0) throw InputError(path, 0, where, "size and time must be positive");
+        m.comm.push_back(s);
+      } else if (src.command == "compute") {
+        ComputeSample s{text(r, "op", path, where), number(r, "flops", path, where), number(r, "median_s", path, where), id};
+        if (s.time_s <= 0 || s.flops <= 0) throw InputError(path, 0, where, "flops and time must be positive");
+        m.compute.push_back(s);
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace basp::fitting

@@ -1,0 +1,44 @@
+// Reading `basp-validate` measurement files (schema basp-measurements v1) back: the communication
+// rows and compute rows a fit needs, and where they came from (file, content hash, hardware).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace basp::fitting {
+
+struct MeasurementSource {
+  std::string path;
+  std::string hash;      // FNV-1a 64 of the file's bytes, hex: names the exact file a fit used
+  std::string command;   // layer | comm | compute
+  std::string hardware;  // one line: backend, launcher, ranks, first host, CPU or first GPU
+};
+
+struct CommSample {
+  int ranks = 0;
+  int groups = 1;           // 1: the global all-to-all; B: B concurrent groups of ranks/B
+  double size_bytes = 0;    // one rank's send buffer
+  double time_s = 0;        // median over iterations of the slowest rank
+  std::size_t source = 0;   // index into Measurements::sources
+};
+
+struct ComputeSample {
+  std::string op;        // gemm_qkv, gemm_out, gemm_bwd, attn_fwd, attn_bwd
+  double flops = 0;
+  double time_s = 0;     // median
+  std::size_t source = 0;
+};
+
+struct Measurements {
+  std::vector<MeasurementSource> sources;
+  std::vector<CommSample> comm;
+  std::vector<ComputeSample> compute;
+};
+
+// Reads each file and appends what it holds; throws InputError (file, field) on a file that is
+// not a basp-measurements v1 object or lacks a field. Layer files are kept as sources only here.
+Measurements read_measurements(const std::vector<std::string>& paths);
+std::string fnv1a_hex(const std::string& bytes);
+
+}  // namespace basp::fitting
