@@ -45,6 +45,21 @@ Calibration load_calibration(const std::string& name_or_path) {
     k.memory = e.number("memory", 1e-3, 1.0, k.memory);
     e.reject_unknown();
   }
+  if (f.has("fit")) {  // written by `basp calibrate`: checked, kept for people, not used to simulate
+    YamlFields fit = f.map("fit");
+    fit.integer("samples", 1, 1L << 40);
+    fit.number("r2", -1e300, 1.0);
+    fit.number("max_relative_residual", 0.0, 1e300);
+    fit.number("median_relative_residual", 0.0, 1e300);
+    for (YamlFields& p : fit.maps("parameters")) {
+      p.text("name");
+      p.number("value", -1e300, 1e300);
+      p.text("sigma");  // a number, or "held" for a parameter the measurements could not determine
+      p.boolean("free");
+      p.reject_unknown();
+    }
+    fit.reject_unknown();
+  }
   f.reject_unknown();
   return c;
 }

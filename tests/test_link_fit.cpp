@@ -4,6 +4,8 @@
 #include "link_fit.hpp"
 #include "topology_file.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -79,4 +81,45 @@ TEST_CASE("fit: too few sizes or runs beyond the topology are refused") {
   CHECK_THROWS_WITH(fit_links(topo, Calibration{}, two), Catch::Contains("3 or more sizes"));
   std::vector<CommSample> big = {{16, 1, 4096, 1e-4, 0}, {16, 1, 8192, 2e-4, 0}, {16, 1, 16384, 3e-4, 0}};
   CHECK_THROWS_WITH(fit_links(topo, Calibration{}, big), Catch::Contains("has 8 GPUs"));
+}
+
+TEST_CASE("calibrate cli: fits a measurements file and writes a calibration that loads back") {
+  // A comm measurements file as basp-validate writes it, with times simulated from the known truth.
+  const Topology topo = load_topology(std::string(BASP_DATA_DIR) + "/topologies/paper-a100-2x4.yaml");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const CommSample& s : synthetic(topo, truth(), 0.0, 1))
+    rows.push_back({{"mode", s.groups == 1 ? "global" : "grouped"}, {"groups", s.groups}, {"group_size", 8 / s.groups},
+                    {"size_bytes", s.size_bytes}, {"median_s", s.time_s}});
+  const nlohmann::json file = {{"schema", "basp-measurements"}, {"schema_version", 1}, {"command", "comm"},
+                               {"config", {{"ranks", 8}}}, {"hardware", {{"backend", "synthetic"}}}, {"results", rows}};
+  basp::test::TempFile measurements(file.dump(), ".json");
+  basp::test::TempFile out("", ".yaml");
+  const auto r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + measurements.path + " --out " + out.path);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("links.nic.efficiency") && Catch::Contains("fitted") && Catch::Contains("R^2"));
+  const Calibration c = load_calibration(out.path);
+  CHECK(*c.links[int(LinkClass::nic)].efficiency == Approx(0.75).epsilon(0.01));
+  CHECK(*c.links[int(LinkClass::nvlink)].efficiency == Approx(0.35).epsilon(0.01));
+  CHECK(*c.launch_s == Approx(25e-6).epsilon(0.01));
+  // The written file reproduces the measurements through `basp collective`.
+  const auto sim = basp::test::basp_cli("collective --topology paper-a100-2x4 --calibration " + out.path +
+                                        " --op alltoall --size 64MiB --groups 2 --json");
+  REQUIRE(sim.code == 0);
+  const auto j = nlohmann::json::parse(sim.out);
+  CommSample probe{8, 2, 64.0 * 1048576, 0, 0};
+  CHECK(j.at("time_s").get<double>() == Approx(predict_alltoall(topo, truth(), probe)).epsilon(0.01));
+}
+
+TEST_CASE("calibrate cli: files without all-to-all runs or of another kind are refused") {
+  basp::test::TempFile compute_only(R"({"schema":"basp-measurements","schema_version":1,"command":"compute",)"
+                                    R"("config":{},"hardware":{},"results":[]})", ".json");
+  basp::test::TempFile out("", ".yaml");
+  auto r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + compute_only.path + " --out " + out.path);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("no all-to-all runs"));
+  basp::test::TempFile other(R"({"schema":"something-else"})", ".json");
+  r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + other.path + " --out " + out.path);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("schema") && Catch::Contains(other.path));
 }

@@ -1,0 +1,71 @@
+// Times are written in microseconds with their unit, efficiencies as fractions, all with enough
+// digits that reading the file back reproduces the fit's predictions to 1e-6.
+#include "calibration_writer.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace basp::fitting {
+
+namespace {
+std::string num(double v) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.7g", v);
+  return b;
+}
+std::string micros(double s) { return num(s * 1e6) + " us"; }
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return out + "\"";
+}
+}  // namespace
+
+std::string calibration_yaml(const CalibrationDocument& d) {
+  std::ostringstream o;
+  const Calibration& c = d.links->calibration;
+  o << "# Fitted by `basp calibrate` (Levenberg-Marquardt through the simulator; calibrations/README.md).\n";
+  o << "name: " << quoted(d.name) << "\n";
+  o << "description: " << quoted("fitted by basp calibrate on " + std::to_string(d.links->quality.measured.size()) +
+                                 " all-to-all runs") << "\n";
+  o << "topology: " << quoted(d.topology) << "\n";
+  o << "measurements: |\n";
+  for (const MeasurementSource& s : d.measurements->sources)
+    o << "  " << s.path << " (fnv1a64 " << s.hash << ", " << s.command << ", " << s.hardware << ")\n";
+  o << "sources: |\n  Every all-to-all run of the files above was simulated on the topology (contention included)\n"
+       "  and the parameters below minimise the relative errors. Parameters marked free: false could\n"
+       "  not be told apart by these runs and keep the topology's value.\n";
+  bool any_link = false;
+  for (const auto& l : c.links) any_link = any_link || l.efficiency || l.latency_s;
+  if (any_link) {
+    o << "links:\n";
+    for (int k = 0; k < 5; ++k) {
+      const LinkCalibration& l = c.links[k];
+      if (!l.efficiency && !l.latency_s) continue;
+      o << "  " << to_string(LinkClass(k)) << ":\n";
+      if (l.efficiency) o << "    efficiency: " << num(*l.efficiency) << "\n";
+      if (l.latency_s) o << "    latency: " << micros(*l.latency_s) << "\n";
+    }
+  }
+  if (c.launch_s || c.per_peer_s) {
+    o << "software:\n";
+    if (c.launch_s) o << "  launch_overhead: " << micros(*c.launch_s) << "\n";
+    if (c.per_peer_s) o << "  per_peer_overhead: " << micros(*c.per_peer_s) << "\n";
+  }
+  const FitQuality& q = d.links->quality;
+  o << "fit:\n";
+  o << "  samples: " << q.measured.size() << "\n";
+  o << "  r2: " << num(q.r2) << "\n";
+  o << "  max_relative_residual: " << num(q.max_relative_residual) << "\n";
+  o << "  median_relative_residual: " << num(q.median_relative_residual) << "\n";
+  o << "  parameters:\n";
+  for (const FittedParameter& p : d.links->parameters) {
+    o << "    - name: " << p.name << "\n      value: " << num(p.value) << "\n";
+    o << "      sigma: " << (p.free && std::isfinite(p.sigma) ? quoted(num(p.sigma)) : std::string("held")) << "\n";
+    o << "      free: " << (p.free ? "true" : "false") << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace basp::fitting

@@ -1,0 +1,22 @@
+// Writes a fitted calibration file (calibrations/README.md's format): the fitted parameters, their
+// uncertainty, the measurement files they came from (path, hash, command, hardware) and the fit quality.
+#pragma once
+
+#include "link_fit.hpp"
+#include "measurements.hpp"
+
+#include <string>
+
+namespace basp::fitting {
+
+struct CalibrationDocument {
+  std::string name;
+  std::string topology;
+  const Measurements* measurements = nullptr;
+  const LinkFit* links = nullptr;
+};
+
+// The YAML text; load_calibration reads it back.
+std::string calibration_yaml(const CalibrationDocument& doc);
+
+}  // namespace basp::fitting
