@@ -43,14 +43,22 @@ Calibration load_calibration(const std::string& name_or_path) {
     k.attention_forward = e.number("attention_forward", 1e-3, 1.0, k.attention_forward);
     k.attention_backward = e.number("attention_backward", 1e-3, 1.0, k.attention_backward);
     k.memory = e.number("memory", 1e-3, 1.0, k.memory);
+    k.gemm_half_flops = e.number("gemm_half_flops", 0.0, 1e30, 0.0);
+    k.attention_forward_half_flops = e.number("attention_forward_half_flops", 0.0, 1e30, 0.0);
+    k.attention_backward_half_flops = e.number("attention_backward_half_flops", 0.0, 1e30, 0.0);
     e.reject_unknown();
   }
   if (f.has("fit")) {  // written by `basp calibrate`: checked, kept for people, not used to simulate
     YamlFields fit = f.map("fit");
-    fit.integer("samples", 1, 1L << 40);
-    fit.number("r2", -1e300, 1.0);
-    fit.number("max_relative_residual", 0.0, 1e300);
-    fit.number("median_relative_residual", 0.0, 1e300);
+    for (const char* part : {"links", "compute"}) {
+      if (!fit.has(part)) continue;
+      YamlFields q = fit.map(part);
+      q.integer("samples", 1, 1L << 40);
+      q.number("r2", -1e300, 1.0);
+      q.number("max_relative_residual", 0.0, 1e300);
+      q.number("median_relative_residual", 0.0, 1e300);
+      q.reject_unknown();
+    }
     for (YamlFields& p : fit.maps("parameters")) {
       p.text("name");
       p.number("value", -1e300, 1e300);

@@ -12,12 +12,15 @@
 namespace basp {
 
 // Fractions of the GPU's peak (FLOP/s or HBM bytes/s) that each class of operation reaches.
-// Defaults: docs/cost-model.md gives their sources.
+// Defaults: docs/cost-model.md gives their sources. A fitted calibration can make the math
+// classes depend on size: efficiency(F) = e · F / (F + F½) for an operation of F FLOPs (small
+// kernels pay a fixed cost); F½ = 0, the default, is a constant efficiency.
 struct ComputeEfficiency {
   double gemm = 0.70;                // cuBLAS bf16 GEMMs at LLM shapes
   double attention_forward = 0.60;   // FlashAttention-2 forward
   double attention_backward = 0.45;  // FlashAttention-2 backward
   double memory = 0.80;              // memory-bound kernels: fraction of HBM bandwidth
+  double gemm_half_flops = 0, attention_forward_half_flops = 0, attention_backward_half_flops = 0;
 };
 
 struct LinkCalibration {

@@ -7,14 +7,17 @@
 namespace basp {
 
 Work CostModel::op(OpClass cls, double flops, double bytes) const {
-  double eff = efficiency.memory;
+  double eff = efficiency.memory, half = 0;
   switch (cls) {
-    case OpClass::gemm: eff = efficiency.gemm; break;
-    case OpClass::attention_forward: eff = efficiency.attention_forward; break;
-    case OpClass::attention_backward: eff = efficiency.attention_backward; break;
+    case OpClass::gemm: eff = efficiency.gemm, half = efficiency.gemm_half_flops; break;
+    case OpClass::attention_forward: eff = efficiency.attention_forward, half = efficiency.attention_forward_half_flops; break;
+    case OpClass::attention_backward:
+      eff = efficiency.attention_backward, half = efficiency.attention_backward_half_flops;
+      break;
     case OpClass::memory: break;
   }
-  const double math_s = cls == OpClass::memory ? 0.0 : flops / (gpu.peak_bf16_flops * eff);
+  // e·F/(F + F½) of peak: the time is (F + F½) / (peak·e), a fixed cost plus a rate.
+  const double math_s = cls == OpClass::memory ? 0.0 : (flops + half) / (gpu.peak_bf16_flops * eff);
   const double memory_s = bytes / (gpu.hbm_Bps * efficiency.memory);
   return {std::max(math_s, memory_s), flops, flops};
 }

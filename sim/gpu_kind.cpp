@@ -26,6 +26,10 @@ constexpr GpuKind table[] = {
     {"H200", 989.5 * T, 141 * GB, 4800 * GB},
     {"B200", 2250 * T, 180 * GB, 8000 * GB},
     {"GB200", 2500 * T, 186 * GB, 8000 * GB},
+    // One CPU core running basp-validate's CPU backend (fp32, Eigen): nominal figures, a scale for
+    // calibration to measure against rather than a datasheet (an AVX-512 core peaks near 100-200
+    // GFLOP/s fp32 and streams 10-20 GB/s); the fitted efficiencies make them real (localhost-cpu).
+    {"CPU-core", 100e9, 12 * GB, 20 * GB},
 };
 
 }  // namespace

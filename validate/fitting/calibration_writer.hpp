@@ -2,6 +2,7 @@
 // uncertainty, the measurement files they came from (path, hash, command, hardware) and the fit quality.
 #pragma once
 
+#include "compute_fit.hpp"
 #include "link_fit.hpp"
 #include "measurements.hpp"
 
@@ -13,7 +14,8 @@ struct CalibrationDocument {
   std::string name;
   std::string topology;
   const Measurements* measurements = nullptr;
-  const LinkFit* links = nullptr;
+  const LinkFit* links = nullptr;       // null: no all-to-all runs were fitted
+  const ComputeFit* compute = nullptr;  // null: no compute runs were fitted
 };
 
 // The YAML text; load_calibration reads it back.

@@ -55,8 +55,11 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& samples) {
+LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& all_samples) {
   const int gpus = int(topo.gpus.size());
+  std::vector<CommSample> samples;
+  for (const CommSample& s : all_samples)
+    if (s.ranks / s.groups > 1) samples.push_back(s);
   std::set<double> sizes;
   for (const CommSample& s : samples) {
     if (s.ranks > gpus)
@@ -110,6 +113,7 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
   const LeastSquaresFit fit =
       levenberg_marquardt(residuals, Eigen::Map<const Eigen::VectorXd>(x0.data(), long(x0.size())), hold_first);
   LinkFit out;
+  out.samples = samples;
   out.iterations = fit.iterations;
   // Held parameters stay as `start` had them (often unset): only what the data determined is written.
   std::vector<Param> fitted;

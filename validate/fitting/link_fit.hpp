@@ -28,13 +28,15 @@ struct FitQuality {
 
 struct LinkFit {
   Calibration calibration;  // `start` with the fitted values set
+  std::vector<CommSample> samples;  // the runs fitted, in the order of quality.measured
   std::vector<FittedParameter> parameters;
   FitQuality quality;
   int iterations = 0;
 };
 
-// Starts from `start` (a link class it leaves unset starts at efficiency 1 and the topology's
-// latency). Throws InputError when the samples cannot determine a bandwidth (too few sizes, no run
+// Starts from `start` (a link class it leaves unset starts at efficiency 0.9 and the topology's
+// latency). Runs over groups of one rank are left out: they move nothing over any link (the
+// simulator has no time for them; a real one copies locally). Throws InputError when the samples cannot determine a bandwidth (too few sizes, no run
 // large enough to be bandwidth-bound, ranks beyond the topology's GPUs).
 LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& samples);
 

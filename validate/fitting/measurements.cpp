@@ -79,6 +79,32 @@ Measurements read_measurements(const std::vector<std::string>& paths) {
     m.sources.push_back(src);
     const json& results = field(j, "results", path, "");
     if (!results.is_array()) throw InputError(path, 0, "results", "must be a list");
+    if (src.command == "layer") {
+      const json& c = field(j, "config", path, "");
+      LayerRun run;
+      run.precision = text(c, "precision", path, "config");
+      run.heads = int(number(c, "heads", path, "config"));
+      run.kv_heads = int(number(c, "kv_heads", path, "config"));
+      run.head_dim = long(number(c, "head_dim", path, "config"));
+      run.hidden = long(number(c, "hidden", path, "config"));
+      run.seq = long(number(c, "seq", path, "config"));
+      run.batch = int(number(c, "batch", path, "config"));
+      run.ranks = int(number(c, "ranks", path, "config"));
+      run.source = id;
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        const std::string where = "results[" + std::to_string(i) + "]";
+        LayerStrategyRun s{text(results[i], "strategy", path, where), int(number(results[i], "group_size", path, where)), {}};
+        const json& phases = field(results[i], "phases", path, where);
+        for (std::size_t k = 0; k < phases.size(); ++k) {
+          const std::string pw = where + ".phases[" + std::to_string(k) + "]";
+          s.phases.push_back({text(phases[k], "name", path, pw), number(phases[k], "median_s", path, pw),
+                              number(phases[k], "send_bytes", path, pw)});
+        }
+        run.strategies.push_back(s);
+      }
+      m.layers.push_back(run);
+      continue;
+    }
     for (std::size_t i = 0; i < results.size(); ++i) {
       const std::string where = "results[" + std::to_string(i) + "]";
       const json& r = results[i];

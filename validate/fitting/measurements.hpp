@@ -30,14 +30,34 @@ struct ComputeSample {
   std::size_t source = 0;
 };
 
+// One strategy of a `basp-validate layer` run: per phase, the median over iterations × ranks.
+struct LayerPhase {
+  std::string name;
+  double median_s = 0;
+  double send_bytes = 0;  // all-to-alls: one rank's send buffer
+};
+struct LayerStrategyRun {
+  std::string strategy;  // ulysses | basp
+  int group_size = 0;
+  std::vector<LayerPhase> phases;
+};
+struct LayerRun {
+  std::string precision;  // fp32 | bf16
+  int heads = 0, kv_heads = 0, ranks = 0, batch = 0;
+  long head_dim = 0, hidden = 0, seq = 0;
+  std::vector<LayerStrategyRun> strategies;
+  std::size_t source = 0;
+};
+
 struct Measurements {
   std::vector<MeasurementSource> sources;
   std::vector<CommSample> comm;
   std::vector<ComputeSample> compute;
+  std::vector<LayerRun> layers;
 };
 
 // Reads each file and appends what it holds; throws InputError (file, field) on a file that is
-// not a basp-measurements v1 object or lacks a field. Layer files are kept as sources only here.
+// not a basp-measurements v1 object or lacks a field.
 Measurements read_measurements(const std::vector<std::string>& paths);
 std::string fnv1a_hex(const std::string& bytes);
 

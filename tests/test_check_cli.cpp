@@ -1,0 +1,44 @@
+// `basp check` on a real measurements file: every phase is predicted, all-to-alls agree with
+// `basp collective` for the same size and groups, GEMMs with the cost model's arithmetic.
+#include "gpu_kind.hpp"
+#include "helpers.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using basp::test::basp_cli;
+
+TEST_CASE("check cli: a measured layer run is predicted phase by phase") {
+  const auto r = basp_cli("check --topology localhost-cpu --calibration none -m " + basp::test::data("layer-cpu-2ranks.json") +
+                              " --json", false);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.at("runs").size() == 1);
+  const auto& strategies = j.at("runs")[0].at("strategies");
+  REQUIRE(strategies.size() == 2);
+  for (const auto& s : strategies) {
+    REQUIRE(s.at("phases").size() == 24);
+    for (const auto& p : s.at("phases")) CHECK(p.at("predicted_s").get<double>() > 0);
+  }
+  CHECK(j.at("runs")[0].contains("speedup"));
+  // Ulysses over 2 ranks: a2a_q sends T·H·dh fp32 = 1024·8·64·4 bytes per rank.
+  const auto coll = nlohmann::json::parse(
+      basp_cli("collective --topology localhost-cpu --calibration none --op alltoall --size 2097152 --json", false).out);
+  CHECK(strategies[0].at("phases")[3].at("name") == "a2a_q");
+  CHECK(strategies[0].at("phases")[3].at("predicted_s").get<double>() == Approx(coll.at("time_s").get<double>()).epsilon(1e-9));
+  // qkv_proj: 2·T·D·(H + 2·Hkv)·dh FLOPs at the default GEMM efficiency 0.70 of the CPU-core peak.
+  const double flops = 2.0 * 1024 * 512 * (8 + 2 * 2) * 64;
+  CHECK(strategies[0].at("phases")[0].at("predicted_s").get<double>() ==
+        Approx(flops / (basp::lookup_gpu_kind("CPU-core")->peak_bf16_flops * 0.70)).epsilon(1e-9));
+}
+
+TEST_CASE("check cli: files without a layer run and runs larger than the topology are refused") {
+  basp::test::TempFile comm(R"({"schema":"basp-measurements","schema_version":1,"command":"comm",)"
+                            R"("config":{"ranks":2},"hardware":{},"results":[]})", ".json");
+  auto r = basp_cli("check --topology localhost-cpu -m " + comm.path);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("no layer runs"));
+  r = basp_cli("check --topology localhost-cpu -m /no/such/file.json");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("/no/such/file.json"));
+}
