@@ -5,6 +5,7 @@
 #include "gpu_kind.hpp"
 #include "input_error.hpp"
 #include "layer_prediction.hpp"
+#include "least_squares.hpp"
 #include "measurements.hpp"
 #include "options.hpp"
 
@@ -25,12 +26,6 @@ struct CheckArgs {
   std::string calibration;
   FormatOptions format;
 };
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 int run_check(const CheckArgs& a) {
   Topology topo = a.topo.load();
@@ -92,7 +87,7 @@ int run_check(const CheckArgs& a) {
     }
     runs.push_back(r);
   }
-  const double med = median_of(all_errors), max = *std::max_element(all_errors.begin(), all_errors.end());
+  const double med = fitting::median(all_errors), max = *std::max_element(all_errors.begin(), all_errors.end());
   if (a.format.format() == Format::json)
     std::cout << nlohmann::json{{"topology", topo.name}, {"calibration", cal.name}, {"runs", runs},
                                 {"median_abs_relative_error", med}, {"max_abs_relative_error", max}}.dump(1)

@@ -92,9 +92,7 @@ ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start, const
   if (rel.empty()) return out;
   out.quality.r2 = r_squared(out.quality.measured, out.quality.predicted);
   out.quality.max_relative_residual = *std::max_element(rel.begin(), rel.end());
-  std::sort(rel.begin(), rel.end());
-  out.quality.median_relative_residual =
-      rel.size() % 2 ? rel[rel.size() / 2] : 0.5 * (rel[rel.size() / 2 - 1] + rel[rel.size() / 2]);
+  out.quality.median_relative_residual = median(rel);
   return out;
 }
 

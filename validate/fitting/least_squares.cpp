@@ -4,6 +4,7 @@
 // and the parameter weighing most in it is held. Standard errors come from s²·(JᵀJ)⁻¹ at the end.
 #include "least_squares.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -116,6 +117,12 @@ LeastSquaresFit levenberg_marquardt(const ResidualFunction& r, const Eigen::Vect
     for (std::size_t c = 0; c < cols.size(); ++c) fit.sigma[cols[c]] = std::sqrt(std::max(cov(long(c), long(c)), 0.0));
   }
   return fit;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 double r_squared(const std::vector<double>& measured, const std::vector<double>& predicted) {

@@ -29,6 +29,9 @@ struct LeastSquaresFit {
 LeastSquaresFit levenberg_marquardt(const ResidualFunction& r, const Eigen::VectorXd& x0,
                                     const std::vector<int>& hold_first, int max_iterations = 60, double step = 1e-4);
 
+// The median (of an even count: the mean of the two middle values); 0 for none.
+double median(std::vector<double> v);
+
 // 1 − Σ(m − p)² / Σ(m − mean m)²: over the measured values themselves, not the weighted residuals.
 double r_squared(const std::vector<double>& measured, const std::vector<double>& predicted);
 

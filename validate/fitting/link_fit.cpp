@@ -48,11 +48,6 @@ Calibration with(const Calibration& base, const std::vector<Param>& ps, const Ei
   }
   return c;
 }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 }  // namespace
 
 LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& all_samples) {
