@@ -108,6 +108,16 @@ int run_calibrate(const CalibrateArgs& a) {
                       {"max_relative_residual", compute->quality.max_relative_residual},
                       {"median_relative_residual", compute->quality.median_relative_residual}};
     std::cout << j.dump(1) << "\n";
+  } else if (a.format.format() == Format::csv) {
+    std::printf("parameter,value,sigma,free\n");
+    std::vector<fitting::FittedParameter> all;
+    if (links) all = links->parameters;
+    if (compute) all.insert(all.end(), compute->parameters.begin(), compute->parameters.end());
+    for (const auto& p : all) {
+      char sigma[32] = "";  // empty: held, no standard error
+      if (p.free && std::isfinite(p.sigma)) std::snprintf(sigma, sizeof sigma, "%.6g", p.sigma);
+      std::printf("%s,%.9g,%s,%s\n", p.name.c_str(), p.value, sigma, p.free ? "true" : "false");
+    }
   } else {
     print_report(links ? &*links : nullptr, compute ? &*compute : nullptr, m, a.out);
   }

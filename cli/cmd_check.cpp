@@ -39,6 +39,7 @@ int run_check(const CheckArgs& a) {
     throw InputError("", 0, "--measurements", "no layer runs in these files: give the JSON of basp-validate layer");
   nlohmann::json runs = nlohmann::json::array();
   std::vector<double> all_errors;
+  if (a.format.format() == Format::csv) std::printf("measurements,strategy,group_size,phase,measured_s,predicted_s,relative_error\n");
   for (const fitting::LayerRun& run : m.layers) {
     const auto cmp = fitting::predict_layer(topo, *gpu, cal.compute, run);
     const auto& src = m.sources[run.source];
@@ -58,6 +59,9 @@ int run_check(const CheckArgs& a) {
         if (a.format.format() == Format::table)
           std::printf(" %9s %6d %14s %12.1f %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size, p.name.c_str(),
                       p.measured_s * 1e6, p.predicted_s * 1e6, 100 * p.relative_error());
+        if (a.format.format() == Format::csv)
+          std::printf("%s,%s,%d,%s,%.9g,%.9g,%.6g\n", src.path.c_str(), s.strategy.c_str(), s.group_size, p.name.c_str(),
+                      p.measured_s, p.predicted_s, p.relative_error());
         phases.push_back({{"name", p.name}, {"measured_s", p.measured_s}, {"predicted_s", p.predicted_s},
                           {"relative_error", p.relative_error()}});
       }
@@ -92,7 +96,7 @@ int run_check(const CheckArgs& a) {
     std::cout << nlohmann::json{{"topology", topo.name}, {"calibration", cal.name}, {"runs", runs},
                                 {"median_abs_relative_error", med}, {"max_abs_relative_error", max}}.dump(1)
               << "\n";
-  else
+  else if (a.format.format() == Format::table)
     std::printf("# relative error over %zu phases: median %.1f%%, max %.1f%%\n", all_errors.size(), 100 * med, 100 * max);
   return 0;
 }

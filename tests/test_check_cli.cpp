@@ -4,6 +4,8 @@
 #include "helpers.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 using basp::test::basp_cli;
@@ -30,6 +32,14 @@ TEST_CASE("check cli: a measured layer run is predicted phase by phase") {
   const double flops = 2.0 * 1024 * 512 * (8 + 2 * 2) * 64;
   CHECK(strategies[0].at("phases")[0].at("predicted_s").get<double>() ==
         Approx(flops / (basp::lookup_gpu_kind("CPU-core")->peak_bf16_flops * 0.70)).epsilon(1e-9));
+}
+
+TEST_CASE("check cli: CSV has one row per phase and strategy") {
+  const auto r = basp_cli("check --topology localhost-cpu --calibration none -m " + basp::test::data("layer-cpu-2ranks.json") +
+                              " --csv", false);
+  REQUIRE(r.code == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1 + 2 * 24);
+  CHECK_THAT(r.out, Catch::StartsWith("measurements,strategy,group_size,phase,measured_s,predicted_s,relative_error\n"));
 }
 
 TEST_CASE("check cli: files without a layer run and runs larger than the topology are refused") {
