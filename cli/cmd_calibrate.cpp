@@ -75,7 +75,12 @@ int run_calibrate(const CalibrateArgs& a) {
                                               "basp-validate comm and compute (see docs/calibration.md)");
   std::optional<fitting::LinkFit> links;
   std::optional<fitting::ComputeFit> compute;
-  if (!m.comm.empty()) links = fitting::fit_links(topo, Calibration{}, m.comm);
+  if (!m.comm.empty()) {
+    links = fitting::fit_links(topo, Calibration{}, m.comm);
+    if (!links->converged)
+      std::cerr << "basp: warning: the link fit stopped after " << links->iterations
+                << " iterations without converging; check the residuals before using the file\n";
+  }
   if (!m.compute.empty()) {
     const GpuKind* gpu = lookup_gpu_kind(topo.gpu_kind);
     if (!gpu) throw InputError(topo.source, 0, "gpu", "unknown GPU kind '" + topo.gpu_kind + "'");

@@ -91,7 +91,8 @@ int run_check(const CheckArgs& a) {
     }
     runs.push_back(r);
   }
-  const double med = fitting::median(all_errors), max = *std::max_element(all_errors.begin(), all_errors.end());
+  const double med = fitting::median(all_errors);
+  const double max = all_errors.empty() ? 0.0 : *std::max_element(all_errors.begin(), all_errors.end());
   if (a.format.format() == Format::json)
     std::cout << nlohmann::json{{"topology", topo.name}, {"calibration", cal.name}, {"runs", runs},
                                 {"median_abs_relative_error", med}, {"max_abs_relative_error", max}}.dump(1)

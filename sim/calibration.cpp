@@ -24,7 +24,7 @@ Calibration load_calibration(const std::string& name_or_path) {
       const std::string key(to_string(static_cast<LinkClass>(cls)));
       if (!links.has(key)) continue;
       YamlFields l = links.map(key);
-      if (l.has("efficiency")) c.links[cls].efficiency = l.number("efficiency", 1e-3, 1.0);
+      if (l.has("efficiency")) c.links[cls].efficiency = l.number("efficiency", 1e-9, 1.0);
       if (l.has("latency")) c.links[cls].latency_s = l.quantity("latency", Quantity::time);
       l.reject_unknown();
     }
@@ -39,10 +39,10 @@ Calibration load_calibration(const std::string& name_or_path) {
   if (f.has("compute")) {
     YamlFields e = f.map("compute");
     ComputeEfficiency& k = c.compute;
-    k.gemm = e.number("gemm", 1e-3, 1.0, k.gemm);
-    k.attention_forward = e.number("attention_forward", 1e-3, 1.0, k.attention_forward);
-    k.attention_backward = e.number("attention_backward", 1e-3, 1.0, k.attention_backward);
-    k.memory = e.number("memory", 1e-3, 1.0, k.memory);
+    k.gemm = e.number("gemm", 1e-9, 1.0, k.gemm);
+    k.attention_forward = e.number("attention_forward", 1e-9, 1.0, k.attention_forward);
+    k.attention_backward = e.number("attention_backward", 1e-9, 1.0, k.attention_backward);
+    k.memory = e.number("memory", 1e-9, 1.0, k.memory);
     k.gemm_half_flops = e.number("gemm_half_flops", 0.0, 1e30, 0.0);
     k.attention_forward_half_flops = e.number("attention_forward_half_flops", 0.0, 1e30, 0.0);
     k.attention_backward_half_flops = e.number("attention_backward_half_flops", 0.0, 1e30, 0.0);
@@ -62,7 +62,7 @@ Calibration load_calibration(const std::string& name_or_path) {
     for (YamlFields& p : fit.maps("parameters")) {
       p.text("name");
       p.number("value", -1e300, 1e300);
-      p.text("sigma");  // a number, or "held" for a parameter the measurements could not determine
+      p.text("sigma");  // a number; "held" (not determined) or "unknown" (no degrees of freedom left)
       p.boolean("free");
       p.reject_unknown();
     }

@@ -52,3 +52,33 @@ TEST_CASE("check cli: files without a layer run and runs larger than the topolog
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("/no/such/file.json"));
 }
+
+TEST_CASE("check cli: malformed measurement files get one message and exit 2, never a crash") {
+  const std::string head = R"({"schema":"basp-measurements","schema_version":1,"hardware":{"hosts":[7]},)";
+  const std::string layer_config = R"("config":{"precision":"fp32","heads":4,"kv_heads":2,"head_dim":8,"hidden":32,)"
+                                   R"("seq":64,"batch":2,"ranks":2},)";
+  const std::pair<std::string, std::string> cases[] = {
+      {head + R"("command":"layer",)" + layer_config + R"("results":[]})", "at least one strategy"},
+      {head + R"("command":"layer",)" + layer_config + R"("results":[{"strategy":"ulysses","group_size":2,"phases":{}}]})",
+       "non-empty list"},
+      {head + R"("command":"layer",)" + layer_config + R"("results":[{"strategy":"ulysses","group_size":0,"phases":[]}]})",
+       "at least 1"},
+      {head + R"("command":"layer",)" + layer_config +
+           R"("results":[{"strategy":"ulysses","group_size":2,"phases":[{"name":"a2a_q","median_s":0,"send_bytes":1}]}]})",
+       "must be positive"},
+      {head + R"("command":"layer","config":{"precision":"fp32","heads":"many"},"results":[]})", "config.heads"},
+  };
+  for (const auto& [text, message] : cases) {
+    basp::test::TempFile f(text, ".json");
+    const auto r = basp_cli("check --topology localhost-cpu -m " + f.path);
+    INFO(text);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains(message));
+  }
+  basp::test::TempFile comm(head + R"("command":"comm","config":{"ranks":2},"results":[{"groups":0,"size_bytes":8,"median_s":1}]})",
+                            ".json");
+  basp::test::TempFile out("", ".yaml");
+  const auto r = basp_cli("calibrate --topology localhost-cpu -m " + comm.path + " --out " + out.path);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("groups"));
+}

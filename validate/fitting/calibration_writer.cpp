@@ -17,7 +17,10 @@ std::string num(double v) {
 std::string micros(double s) { return num(s * 1e6) + " us"; }
 std::string quoted(const std::string& s) {
   std::string out = "\"";
-  for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;  // control characters: YAML would refuse them
+  }
   return out + "\"";
 }
 void quality(std::ostringstream& o, const char* what, const FitQuality& q) {
@@ -84,7 +87,9 @@ std::string calibration_yaml(const CalibrationDocument& d) {
   if (d.compute) all.insert(all.end(), d.compute->parameters.begin(), d.compute->parameters.end());
   for (const FittedParameter& p : all) {
     o << "    - name: " << p.name << "\n      value: " << num(p.value) << "\n";
-    o << "      sigma: " << (p.free && std::isfinite(p.sigma) ? quoted(num(p.sigma)) : std::string("held")) << "\n";
+    // Free but without a standard error: as many runs as parameters (no degrees of freedom left).
+    const std::string sigma = !p.free ? "held" : std::isfinite(p.sigma) ? quoted(num(p.sigma)) : "unknown";
+    o << "      sigma: " << sigma << "\n";
     o << "      free: " << (p.free ? "true" : "false") << "\n";
   }
   return o.str();

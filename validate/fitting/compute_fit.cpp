@@ -41,7 +41,7 @@ ClassFit fit_line(const std::vector<const ComputeSample*>& s) {
       if (with_b) X(i, 1) = 1.0 / s[std::size_t(i)]->time_s;
     }
     const Eigen::VectorXd c = X.colPivHouseholderQr().solve(y);
-    if (with_b && c[1] < 0) continue;  // a negative fixed cost is noise: fall back to a constant
+    if (with_b && (c[1] < 0 || c[0] <= 0)) continue;  // a negative cost or rate is noise: a constant
     ClassFit f;
     f.a = c[0];
     f.b = with_b ? c[1] : 0.0;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace basp::fitting {
 
@@ -72,14 +73,17 @@ LeastSquaresFit levenberg_marquardt(const ResidualFunction& r, const Eigen::Vect
   const long m = res.size(), n = x0.size();
   hold_unidentifiable(jacobian(r, fit.x, fit.free, step, m), hold_first, fit.free);
   double rss = res.squaredNorm(), lambda = 1e-3;
+  if (!std::isfinite(rss)) throw std::runtime_error("least squares: the model gives no finite prediction at the start");
   for (fit.iterations = 0; fit.iterations < max_iterations; ++fit.iterations) {
     const Eigen::MatrixXd J = jacobian(r, fit.x, fit.free, step, m);
     const Eigen::MatrixXd A = J.transpose() * J;
     const Eigen::VectorXd g = J.transpose() * res;
     bool improved = false;
+    const double floor = 1e-12 * std::max(A.diagonal().maxCoeff(), 1e-300);
     while (lambda < 1e12) {
       Eigen::MatrixXd D = A;
-      for (long j = 0; j < n; ++j) D(j, j) = fit.free[std::size_t(j)] ? A(j, j) * (1 + lambda) + 1e-300 : 1.0;
+      for (long j = 0; j < n; ++j)
+        D(j, j) = fit.free[std::size_t(j)] ? A(j, j) + lambda * std::max(A(j, j), floor) : 1.0;
       const Eigen::VectorXd delta = D.ldlt().solve(-g);
       const Eigen::VectorXd trial = fit.x + delta;
       const Eigen::VectorXd trial_res = r(trial);
@@ -97,7 +101,7 @@ LeastSquaresFit levenberg_marquardt(const ResidualFunction& r, const Eigen::Vect
       lambda *= 10;
     }
     if (!improved) {  // no step lowers the sum: at a minimum (to the finite-difference precision)
-      fit.converged = true;
+      fit.converged = std::isfinite(rss);
       break;
     }
     if (fit.converged) break;

@@ -90,7 +90,9 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
     for (const Link& l : topo.links)
       if (l.cls == cls) latency += l.latency_s, ++n;
     ps.push_back({Kind::efficiency, cls, name + ".efficiency"});
-    x0.push_back(logit(std::clamp(start.links[c].efficiency.value_or(0.9), 1e-3, 0.999)));
+    // Unset: start at the nominal rate, so that a held efficiency means what the written file (which
+    // leaves it out) will simulate.
+    x0.push_back(logit(std::clamp(start.links[c].efficiency.value_or(0.999), 1e-6, 0.999)));
     ps.push_back({Kind::latency, cls, name + ".latency"});
     x0.push_back(std::log(std::max(start.links[c].latency_s.value_or(latency / std::max(n, 1)), 1e-9)));
   }
@@ -110,6 +112,7 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
   LinkFit out;
   out.samples = samples;
   out.iterations = fit.iterations;
+  out.converged = fit.converged;
   // Held parameters stay as `start` had them (often unset): only what the data determined is written.
   std::vector<Param> fitted;
   Eigen::VectorXd fitted_x(long(std::count(fit.free.begin(), fit.free.end(), true)));
@@ -135,10 +138,12 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
                                               "64 MiB or more per rank (basp-validate comm -e 64M)");
   std::vector<double> rel;
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    const double p = samples[i].time_s * (1 + fit.residuals[long(i)]);
+    // Re-predicted with the calibration as written (held parameters left out), so the reported
+    // quality is the file's, not the solver's.
+    const double p = predict_alltoall(topo, out.calibration, samples[i]);
     out.quality.measured.push_back(samples[i].time_s);
     out.quality.predicted.push_back(p);
-    rel.push_back(std::abs(fit.residuals[long(i)]));
+    rel.push_back(std::abs(p - samples[i].time_s) / samples[i].time_s);
   }
   out.quality.r2 = r_squared(out.quality.measured, out.quality.predicted);
   out.quality.max_relative_residual = *std::max_element(rel.begin(), rel.end());

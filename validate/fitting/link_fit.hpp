@@ -32,6 +32,7 @@ struct LinkFit {
   std::vector<FittedParameter> parameters;
   FitQuality quality;
   int iterations = 0;
+  bool converged = false;  // false: stopped at the iteration limit
 };
 
 // Starts from `start` (a link class it leaves unset starts at efficiency 0.9 and the topology's

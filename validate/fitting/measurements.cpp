@@ -2,12 +2,12 @@
 // its name and the missing field instead of a JSON exception.
 #include "measurements.hpp"
 
-#include "input_error.hpp"
-
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "input_error.hpp"
 
 namespace basp::fitting {
 
@@ -27,7 +27,8 @@ std::string fnv1a_hex(const std::string& bytes) {
 namespace {
 const json& field(const json& j, const std::string& key, const std::string& path, const std::string& where) {
   if (!j.is_object() || !j.contains(key))
-    throw InputError(path, 0, where.empty() ? key : where + "." + key, "missing (is this a basp-validate --json file?)");
+    throw InputError(path, 0, where.empty() ? key : where + "." + key,
+                     "missing (is this a basp-validate --json file?)");
   return j.at(key);
 }
 
@@ -43,16 +44,102 @@ std::string text(const json& j, const std::string& key, const std::string& path,
   return v.get<std::string>();
 }
 
+// Informational only: whatever is missing or of another type reads as "?", never an error.
 std::string hardware_line(const json& hw) {
+  const auto str = [](const json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string("?");
+  };
+  const auto first = [](const json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_array() && !j[key].empty() && j[key][0].is_string()
+               ? j[key][0].get<std::string>()
+               : std::string();
+  };
   std::ostringstream o;
-  o << hw.value("backend", "?") << ", " << hw.value("launcher", "?");
-  if (hw.contains("hosts") && hw["hosts"].is_array() && !hw["hosts"].empty())
-    o << ", " << hw["hosts"].size() << " ranks on " << hw["hosts"][0].get<std::string>();
-  if (hw.contains("devices") && hw["devices"].is_array() && !hw["devices"].empty())
-    o << ", " << hw["devices"][0].get<std::string>();
-  else
-    o << ", " << hw.value("cpu_model", "unknown CPU");
+  o << str(hw, "backend") << ", " << str(hw, "launcher");
+  if (hw.is_object() && hw.contains("hosts") && hw["hosts"].is_array())
+    o << ", " << hw["hosts"].size() << " ranks on " << (first(hw, "hosts").empty() ? "?" : first(hw, "hosts"));
+  const std::string device = first(hw, "devices");
+  o << ", " << (device.empty() ? str(hw, "cpu_model") : device);
   return o.str();
+}
+}  // namespace
+
+namespace {
+int positive(const json& j, const std::string& key, const std::string& path, const std::string& where) {
+  const double v = number(j, key, path, where);
+  if (v < 1 || v != double(long(v)))
+    throw InputError(path, 0, where + "." + key, "must be a whole number of at least 1");
+  return int(v);
+}
+
+// Appends what one parsed file holds.
+void read_one(const json& j, const std::string& path, const std::string& bytes, Measurements& m) {
+  if (text(j, "schema", path, "") != "basp-measurements")
+    throw InputError(path, 0, "schema", "must be basp-measurements");
+  if (number(j, "schema_version", path, "") != 1)
+    throw InputError(path, 0, "schema_version", "this basp reads version 1");
+  MeasurementSource src{path, fnv1a_hex(bytes), text(j, "command", path, ""),
+                        hardware_line(field(j, "hardware", path, ""))};
+  const std::size_t id = m.sources.size();
+  m.sources.push_back(src);
+  const json& results = field(j, "results", path, "");
+  if (!results.is_array()) throw InputError(path, 0, "results", "must be a list");
+  if (src.command == "layer") {
+    const json& c = field(j, "config", path, "");
+    LayerRun run;
+    run.precision = text(c, "precision", path, "config");
+    run.heads = positive(c, "heads", path, "config");
+    run.kv_heads = positive(c, "kv_heads", path, "config");
+    run.head_dim = positive(c, "head_dim", path, "config");
+    run.hidden = positive(c, "hidden", path, "config");
+    run.seq = positive(c, "seq", path, "config");
+    run.batch = positive(c, "batch", path, "config");
+    run.ranks = positive(c, "ranks", path, "config");
+    run.source = id;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const std::string where = "results[" + std::to_string(i) + "]";
+      LayerStrategyRun s{
+          text(results[i], "strategy", path, where), positive(results[i], "group_size", path, where), {}};
+      if (run.ranks % s.group_size != 0 || run.heads % s.group_size != 0 || run.seq % s.group_size != 0)
+        throw InputError(path, 0, where + ".group_size",
+                         "must divide the ranks, the heads and the sequence length");
+      const json& phases = field(results[i], "phases", path, where);
+      if (!phases.is_array() || phases.empty())
+        throw InputError(path, 0, where + ".phases", "must be a non-empty list");
+      for (std::size_t k = 0; k < phases.size(); ++k) {
+        const std::string pw = where + ".phases[" + std::to_string(k) + "]";
+        s.phases.push_back({text(phases[k], "name", path, pw), number(phases[k], "median_s", path, pw),
+                            number(phases[k], "send_bytes", path, pw)});
+        if (!(s.phases.back().median_s > 0)) throw InputError(path, 0, pw + ".median_s", "must be positive");
+      }
+      run.strategies.push_back(s);
+    }
+    if (run.strategies.empty())
+      throw InputError(path, 0, "results", "a layer file needs at least one strategy");
+    m.layers.push_back(run);
+    return;
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::string where = "results[" + std::to_string(i) + "]";
+    const json& r = results[i];
+    if (src.command == "comm") {
+      CommSample s;
+      s.ranks = positive(field(j, "config", path, ""), "ranks", path, "config");
+      s.groups = positive(r, "groups", path, where);
+      if (s.ranks % s.groups != 0) throw InputError(path, 0, where + ".groups", "must divide config.ranks");
+      s.size_bytes = number(r, "size_bytes", path, where);
+      s.time_s = number(r, "median_s", path, where);
+      s.source = id;
+      if (s.time_s <= 0 || s.size_bytes <= 0)
+        throw InputError(path, 0, where, "size and time must be positive");
+      m.comm.push_back(s);
+    } else if (src.command == "compute") {
+      ComputeSample s{text(r, "op", path, where), number(r, "flops", path, where),
+                      number(r, "median_s", path, where), id};
+      if (s.time_s <= 0 || s.flops <= 0) throw InputError(path, 0, where, "flops and time must be positive");
+      m.compute.push_back(s);
+    }
+  }
 }
 }  // namespace
 
@@ -70,58 +157,10 @@ Measurements read_measurements(const std::vector<std::string>& paths) {
     } catch (const json::parse_error& e) {
       throw InputError(path, 0, "", std::string("not JSON: ") + e.what());
     }
-    if (text(j, "schema", path, "") != "basp-measurements")
-      throw InputError(path, 0, "schema", "must be basp-measurements");
-    if (number(j, "schema_version", path, "") != 1)
-      throw InputError(path, 0, "schema_version", "this basp reads version 1");
-    MeasurementSource src{path, fnv1a_hex(bytes), text(j, "command", path, ""), hardware_line(field(j, "hardware", path, ""))};
-    const std::size_t id = m.sources.size();
-    m.sources.push_back(src);
-    const json& results = field(j, "results", path, "");
-    if (!results.is_array()) throw InputError(path, 0, "results", "must be a list");
-    if (src.command == "layer") {
-      const json& c = field(j, "config", path, "");
-      LayerRun run;
-      run.precision = text(c, "precision", path, "config");
-      run.heads = int(number(c, "heads", path, "config"));
-      run.kv_heads = int(number(c, "kv_heads", path, "config"));
-      run.head_dim = long(number(c, "head_dim", path, "config"));
-      run.hidden = long(number(c, "hidden", path, "config"));
-      run.seq = long(number(c, "seq", path, "config"));
-      run.batch = int(number(c, "batch", path, "config"));
-      run.ranks = int(number(c, "ranks", path, "config"));
-      run.source = id;
-      for (std::size_t i = 0; i < results.size(); ++i) {
-        const std::string where = "results[" + std::to_string(i) + "]";
-        LayerStrategyRun s{text(results[i], "strategy", path, where), int(number(results[i], "group_size", path, where)), {}};
-        const json& phases = field(results[i], "phases", path, where);
-        for (std::size_t k = 0; k < phases.size(); ++k) {
-          const std::string pw = where + ".phases[" + std::to_string(k) + "]";
-          s.phases.push_back({text(phases[k], "name", path, pw), number(phases[k], "median_s", path, pw),
-                              number(phases[k], "send_bytes", path, pw)});
-        }
-        run.strategies.push_back(s);
-      }
-      m.layers.push_back(run);
-      continue;
-    }
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      const std::string where = "results[" + std::to_string(i) + "]";
-      const json& r = results[i];
-      if (src.command == "comm") {
-        CommSample s;
-        s.ranks = int(number(field(j, "config", path, ""), "ranks", path, "config"));
-        s.groups = int(number(r, "groups", path, where));
-        s.size_bytes = number(r, "size_bytes", path, where);
-        s.time_s = number(r, "median_s", path, where);
-        s.source = id;
-        if (s.time_s <= 0 || s.size_bytes <= 0) throw InputError(path, 0, where, "size and time must be positive");
-        m.comm.push_back(s);
-      } else if (src.command == "compute") {
-        ComputeSample s{text(r, "op", path, where), number(r, "flops", path, where), number(r, "median_s", path, where), id};
-        if (s.time_s <= 0 || s.flops <= 0) throw InputError(path, 0, where, "flops and time must be positive");
-        m.compute.push_back(s);
-      }
+    try {
+      read_one(j, path, bytes, m);
+    } catch (const json::exception& e) {  // a field of the wrong type deep inside
+      throw InputError(path, 0, "", std::string("not a basp-measurements file: ") + e.what());
     }
   }
   return m;
