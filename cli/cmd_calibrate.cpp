@@ -1,5 +1,14 @@
 // `basp calibrate`: fits the topology's link parameters, software overheads (by simulating every
 // measured all-to-all) and compute efficiencies to basp-validate measurements; writes a calibration file.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
 #include "calibration.hpp"
 #include "calibration_writer.hpp"
 #include "commands.hpp"
@@ -9,16 +18,6 @@
 #include "link_fit.hpp"
 #include "measurements.hpp"
 #include "options.hpp"
-
-#include <nlohmann/json.hpp>
-
-#include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <memory>
-#include <optional>
 
 namespace basp::cli {
 namespace {
@@ -31,14 +30,16 @@ struct CalibrateArgs {
 };
 
 void print_quality(const char* what, const fitting::FitQuality& q) {
-  std::printf("# %s fit: %zu runs, R^2 %.6f, relative residual median %.2f%%, max %.2f%%\n", what, q.measured.size(), q.r2,
-              100 * q.median_relative_residual, 100 * q.max_relative_residual);
+  std::printf("# %s fit: %zu runs, R^2 %.6f, relative residual median %.2f%%, max %.2f%%\n", what,
+              q.measured.size(), q.r2, 100 * q.median_relative_residual, 100 * q.max_relative_residual);
 }
 
-void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* compute, const fitting::Measurements& m,
-                  const std::string& out_path) {
+void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* compute,
+                  const fitting::Measurements& m, const std::string& out_path) {
   std::printf("# basp calibrate: %zu file(s) -> %s\n", m.sources.size(), out_path.c_str());
-  for (const auto& s : m.sources) std::printf("#  %s (fnv1a64 %s, %s: %s)\n", s.path.c_str(), s.hash.c_str(), s.command.c_str(), s.hardware.c_str());
+  for (const auto& s : m.sources)
+    std::printf("#  %s (fnv1a64 %s, %s: %s)\n", s.path.c_str(), s.hash.c_str(), s.command.c_str(),
+                s.hardware.c_str());
   std::printf("#\n# %-36s %14s %14s %8s\n", "parameter", "value", "std. error", "");
   std::vector<fitting::FittedParameter> all;
   if (links) all = links->parameters;
@@ -49,7 +50,8 @@ void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* comp
     const double scale = time ? 1e6 : flops ? 1e-9 : 1.0;
     const char* unit = time ? " us" : flops ? " GF" : "   ";
     if (p.free)
-      std::printf("  %-36s %11.5g%s %11.3g%s %8s\n", p.name.c_str(), p.value * scale, unit, p.sigma * scale, unit, "fitted");
+      std::printf("  %-36s %11.5g%s %11.3g%s %8s\n", p.name.c_str(), p.value * scale, unit, p.sigma * scale,
+                  unit, "fitted");
     else
       std::printf("  %-36s %11.5g%s %14s %8s\n", p.name.c_str(), p.value * scale, unit, "-", "held");
   }
@@ -61,9 +63,11 @@ void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* comp
 nlohmann::json parameters_json(const std::vector<fitting::FittedParameter>& ps) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& p : ps)
-    out.push_back({{"name", p.name}, {"value", p.value},
-                   {"sigma", p.free && std::isfinite(p.sigma) ? nlohmann::json(p.sigma) : nlohmann::json(nullptr)},
-                   {"free", p.free}});
+    out.push_back(
+        {{"name", p.name},
+         {"value", p.value},
+         {"sigma", p.free && std::isfinite(p.sigma) ? nlohmann::json(p.sigma) : nlohmann::json(nullptr)},
+         {"free", p.free}});
   return out;
 }
 
@@ -71,8 +75,9 @@ int run_calibrate(const CalibrateArgs& a) {
   const Topology topo = a.topo.load();
   const fitting::Measurements m = fitting::read_measurements(a.measurements);
   if (m.comm.empty() && m.compute.empty())
-    throw InputError("", 0, "--measurements", "no all-to-all or compute runs in these files: give the JSON of "
-                                              "basp-validate comm and compute (see docs/calibration.md)");
+    throw InputError("", 0, "--measurements",
+                     "no all-to-all or compute runs in these files: give the JSON of "
+                     "basp-validate comm and compute (see docs/calibration.md)");
   std::optional<fitting::LinkFit> links;
   std::optional<fitting::ComputeFit> compute;
   if (!m.comm.empty()) {
@@ -101,15 +106,20 @@ int run_calibrate(const CalibrateArgs& a) {
     if (links) {
       nlohmann::json samples = nlohmann::json::array();
       for (std::size_t i = 0; i < links->samples.size(); ++i)
-        samples.push_back({{"ranks", links->samples[i].ranks}, {"groups", links->samples[i].groups},
+        samples.push_back({{"ranks", links->samples[i].ranks},
+                           {"groups", links->samples[i].groups},
                            {"size_bytes", links->samples[i].size_bytes},
-                           {"measured_s", links->quality.measured[i]}, {"predicted_s", links->quality.predicted[i]}});
-      j["links"] = {{"parameters", parameters_json(links->parameters)}, {"r2", links->quality.r2},
+                           {"measured_s", links->quality.measured[i]},
+                           {"predicted_s", links->quality.predicted[i]}});
+      j["links"] = {{"parameters", parameters_json(links->parameters)},
+                    {"r2", links->quality.r2},
                     {"max_relative_residual", links->quality.max_relative_residual},
-                    {"median_relative_residual", links->quality.median_relative_residual}, {"samples", samples}};
+                    {"median_relative_residual", links->quality.median_relative_residual},
+                    {"samples", samples}};
     }
     if (compute)
-      j["compute"] = {{"parameters", parameters_json(compute->parameters)}, {"r2", compute->quality.r2},
+      j["compute"] = {{"parameters", parameters_json(compute->parameters)},
+                      {"r2", compute->quality.r2},
                       {"max_relative_residual", compute->quality.max_relative_residual},
                       {"median_relative_residual", compute->quality.median_relative_residual}};
     std::cout << j.dump(1) << "\n";
@@ -133,11 +143,14 @@ int run_calibrate(const CalibrateArgs& a) {
 
 void add_calibrate_command(CLI::App& app, std::function<int()>& run) {
   auto args = std::make_shared<CalibrateArgs>();
-  CLI::App* cmd = app.add_subcommand("calibrate", "Fit link, software and compute parameters to basp-validate measurements");
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "Fit link, software and compute parameters to basp-validate measurements");
   args->topo.add_to(*cmd, "");
   cmd->get_option("--topology")->required();
-  cmd->add_option("--measurements,-m", args->measurements, "basp-validate --json files: comm runs fit links, compute runs fit efficiencies")
-      ->required()->expected(1, -1);
+  cmd->add_option("--measurements,-m", args->measurements,
+                  "basp-validate --json files: comm runs fit links, compute runs fit efficiencies")
+      ->required()
+      ->expected(1, -1);
   cmd->add_option("--out,-o", args->out, "Calibration file to write")->required();
   cmd->add_option("--name", args->name, "Name inside the file (default: the file's stem)");
   args->format.add_to(*cmd);

@@ -1,5 +1,12 @@
 // `basp check`: simulates exactly the layer configuration a basp-validate layer run measured and
 // prints measured versus predicted per phase and strategy, with relative errors and the BASP speedup.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
 #include "calibration.hpp"
 #include "commands.hpp"
 #include "gpu_kind.hpp"
@@ -8,14 +15,6 @@
 #include "least_squares.hpp"
 #include "measurements.hpp"
 #include "options.hpp"
-
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <iostream>
-#include <memory>
 
 namespace basp::cli {
 namespace {
@@ -29,26 +28,36 @@ struct CheckArgs {
 
 int run_check(const CheckArgs& a) {
   Topology topo = a.topo.load();
-  const std::string cal_name = !a.calibration.empty() ? a.calibration : topo.calibration.empty() ? "none" : topo.calibration;
+  const std::string cal_name = !a.calibration.empty()     ? a.calibration
+                               : topo.calibration.empty() ? "none"
+                                                          : topo.calibration;
   const Calibration cal = load_calibration(cal_name);
   apply_calibration(topo, cal);
   const GpuKind* gpu = lookup_gpu_kind(topo.gpu_kind);
   if (!gpu) throw InputError(topo.source, 0, "gpu", "unknown GPU kind '" + topo.gpu_kind + "'");
   const fitting::Measurements m = fitting::read_measurements(a.measurements);
   if (m.layers.empty())
-    throw InputError("", 0, "--measurements", "no layer runs in these files: give the JSON of basp-validate layer");
+    throw InputError("", 0, "--measurements",
+                     "no layer runs in these files: give the JSON of basp-validate layer");
   nlohmann::json runs = nlohmann::json::array();
   std::vector<double> all_errors;
-  if (a.format.format() == Format::csv) std::printf("measurements,strategy,group_size,phase,measured_s,predicted_s,relative_error\n");
+  if (a.format.format() == Format::csv)
+    std::printf("measurements,strategy,group_size,phase,measured_s,predicted_s,relative_error\n");
   for (const fitting::LayerRun& run : m.layers) {
     const auto cmp = fitting::predict_layer(topo, *gpu, cal.compute, run);
     const auto& src = m.sources[run.source];
     if (a.format.format() == Format::table) {
-      std::printf("# basp check: %s (fnv1a64 %s; %s)\n", src.path.c_str(), src.hash.c_str(), src.hardware.c_str());
-      std::printf("#  layer: heads %d, kv heads %d, head dim %ld, hidden %ld, seq %ld, micro-batch %d, %d ranks, %s\n",
-                  run.heads, run.kv_heads, run.head_dim, run.hidden, run.seq, run.batch, run.ranks, run.precision.c_str());
-      std::printf("#  predicted on topology %s with calibration %s\n#\n", topo.name.c_str(), cal.name.c_str());
-      std::printf("#%9s %6s %14s %12s %12s %9s\n", "strategy", "group", "phase", "measured", "predicted", "error");
+      std::printf("# basp check: %s (fnv1a64 %s; %s)\n", src.path.c_str(), src.hash.c_str(),
+                  src.hardware.c_str());
+      std::printf(
+          "#  layer: heads %d, kv heads %d, head dim %ld, hidden %ld, seq %ld, micro-batch %d, %d ranks, "
+          "%s\n",
+          run.heads, run.kv_heads, run.head_dim, run.hidden, run.seq, run.batch, run.ranks,
+          run.precision.c_str());
+      std::printf("#  predicted on topology %s with calibration %s\n#\n", topo.name.c_str(),
+                  cal.name.c_str());
+      std::printf("#%9s %6s %14s %12s %12s %9s\n", "strategy", "group", "phase", "measured", "predicted",
+                  "error");
       std::printf("#%9s %6s %14s %12s %12s %9s\n", "", "(P)", "", "(us)", "(us)", "(%)");
     }
     nlohmann::json strategies = nlohmann::json::array();
@@ -57,12 +66,14 @@ int run_check(const CheckArgs& a) {
       for (const auto& p : s.phases) {
         all_errors.push_back(std::abs(p.relative_error()));
         if (a.format.format() == Format::table)
-          std::printf(" %9s %6d %14s %12.1f %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size, p.name.c_str(),
-                      p.measured_s * 1e6, p.predicted_s * 1e6, 100 * p.relative_error());
+          std::printf(" %9s %6d %14s %12.1f %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size,
+                      p.name.c_str(), p.measured_s * 1e6, p.predicted_s * 1e6, 100 * p.relative_error());
         if (a.format.format() == Format::csv)
-          std::printf("%s,%s,%d,%s,%.9g,%.9g,%.6g\n", src.path.c_str(), s.strategy.c_str(), s.group_size, p.name.c_str(),
-                      p.measured_s, p.predicted_s, p.relative_error());
-        phases.push_back({{"name", p.name}, {"measured_s", p.measured_s}, {"predicted_s", p.predicted_s},
+          std::printf("%s,%s,%d,%s,%.9g,%.9g,%.6g\n", src.path.c_str(), s.strategy.c_str(), s.group_size,
+                      p.name.c_str(), p.measured_s, p.predicted_s, p.relative_error());
+        phases.push_back({{"name", p.name},
+                          {"measured_s", p.measured_s},
+                          {"predicted_s", p.predicted_s},
                           {"relative_error", p.relative_error()}});
       }
       const double e_a2a = (s.predicted_a2a_s - s.measured_a2a_s) / s.measured_a2a_s;
@@ -73,9 +84,13 @@ int run_check(const CheckArgs& a) {
         std::printf(" %9s %6d %14s %12.1f %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size, "layer_total",
                     s.measured_total_s * 1e6, s.predicted_total_s * 1e6, 100 * e_total);
       }
-      strategies.push_back({{"strategy", s.strategy}, {"group_size", s.group_size}, {"phases", phases},
-                            {"measured_a2a_s", s.measured_a2a_s}, {"predicted_a2a_s", s.predicted_a2a_s},
-                            {"measured_total_s", s.measured_total_s}, {"predicted_total_s", s.predicted_total_s},
+      strategies.push_back({{"strategy", s.strategy},
+                            {"group_size", s.group_size},
+                            {"phases", phases},
+                            {"measured_a2a_s", s.measured_a2a_s},
+                            {"predicted_a2a_s", s.predicted_a2a_s},
+                            {"measured_total_s", s.measured_total_s},
+                            {"predicted_total_s", s.predicted_total_s},
                             {"total_relative_error", e_total}});
     }
     nlohmann::json r = {{"measurements", src.path}, {"hash", src.hash}, {"strategies", strategies}};
@@ -87,18 +102,24 @@ int run_check(const CheckArgs& a) {
       const double predicted = find("ulysses")->predicted_total_s / find("basp")->predicted_total_s;
       r["speedup"] = {{"measured", measured}, {"predicted", predicted}};
       if (a.format.format() == Format::table)
-        std::printf("# BASP speedup over Ulysses (layer): measured %.3fx, predicted %.3fx\n", measured, predicted);
+        std::printf("# BASP speedup over Ulysses (layer): measured %.3fx, predicted %.3fx\n", measured,
+                    predicted);
     }
     runs.push_back(r);
   }
   const double med = fitting::median(all_errors);
   const double max = all_errors.empty() ? 0.0 : *std::max_element(all_errors.begin(), all_errors.end());
   if (a.format.format() == Format::json)
-    std::cout << nlohmann::json{{"topology", topo.name}, {"calibration", cal.name}, {"runs", runs},
-                                {"median_abs_relative_error", med}, {"max_abs_relative_error", max}}.dump(1)
+    std::cout << nlohmann::json{{"topology", topo.name},
+                                {"calibration", cal.name},
+                                {"runs", runs},
+                                {"median_abs_relative_error", med},
+                                {"max_abs_relative_error", max}}
+                     .dump(1)
               << "\n";
   else if (a.format.format() == Format::table)
-    std::printf("# relative error over %zu phases: median %.1f%%, max %.1f%%\n", all_errors.size(), 100 * med, 100 * max);
+    std::printf("# relative error over %zu phases: median %.1f%%, max %.1f%%\n", all_errors.size(), 100 * med,
+                100 * max);
   return 0;
 }
 
@@ -106,11 +127,15 @@ int run_check(const CheckArgs& a) {
 
 void add_check_command(CLI::App& app, std::function<int()>& run) {
   auto args = std::make_shared<CheckArgs>();
-  CLI::App* cmd = app.add_subcommand("check", "Predict a measured basp-validate layer run and compare, phase by phase");
+  CLI::App* cmd =
+      app.add_subcommand("check", "Predict a measured basp-validate layer run and compare, phase by phase");
   args->topo.add_to(*cmd, "");
   cmd->get_option("--topology")->required();
-  cmd->add_option("--measurements,-m", args->measurements, "basp-validate layer --json files")->required()->expected(1, -1);
-  cmd->add_option("--calibration", args->calibration, "Calibration NAME, FILE or none (default: the topology's)");
+  cmd->add_option("--measurements,-m", args->measurements, "basp-validate layer --json files")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("--calibration", args->calibration,
+                  "Calibration NAME, FILE or none (default: the topology's)");
   args->format.add_to(*cmd);
   cmd->callback([args, &run] { run = [args] { return run_check(*args); }; });
 }

@@ -15,8 +15,7 @@ void scatter_heads_to_peers(const float* src, float* send, const ExchangeShape& 
   for (int j = 0; j < s.peers; ++j) {
     const long h0 = first_head_of_peer(heads, s.peers, j);
     for (long t = 0; t < T; ++t)
-      std::memcpy(send + ((j * T + t) * hp) * dh, src + (t * heads + h0) * dh,
-                  sizeof(float) * hp * dh);
+      std::memcpy(send + ((j * T + t) * hp) * dh, src + (t * heads + h0) * dh, sizeof(float) * hp * dh);
   }
 }
 
@@ -51,8 +50,7 @@ void gather_heads_from_peers(const float* recv, float* dst, const ExchangeShape&
   }
 }
 
-void rotary(float* x, const ExchangeShape& s, long heads, long first_position, double theta,
-            bool inverse) {
+void rotary(float* x, const ExchangeShape& s, long heads, long first_position, double theta, bool inverse) {
   const long dh = s.head_dim, half = dh / 2;
   std::vector<float> cosv(half), sinv(half);
   for (long t = 0; t < s.tokens(); ++t) {
@@ -118,9 +116,8 @@ void attention_forward(const float* q, const float* k, const float* v, float* o,
     }
 }
 
-void attention_backward(const float* q, const float* k, const float* v, const float* o,
-                        const float* dout, const float* lse, float* dq, float* dk, float* dv,
-                        const AttentionShape& a) {
+void attention_backward(const float* q, const float* k, const float* v, const float* o, const float* dout,
+                        const float* lse, float* dq, float* dk, float* dv, const AttentionShape& a) {
   const long dh = a.head_dim, group = a.q_heads / a.kv_heads;
   const float scale = float(a.scale());
   std::fill(dq, dq + a.nseq * a.seq * a.q_heads * dh, 0.0f);

@@ -19,8 +19,7 @@ void gather_heads_from_peers(const float* recv, float* dst, const ExchangeShape&
 // Rotates x [nseq][chunk][heads][dh] in place by the rotary angles of global positions
 // first_position + i (i the token's index within its chunk), Llama's rotate-half pairing (d, d+dh/2).
 // inverse = true rotates back: the backward pass of the embedding.
-void rotary(float* x, const ExchangeShape& s, long heads, long first_position, double theta,
-            bool inverse);
+void rotary(float* x, const ExchangeShape& s, long heads, long first_position, double theta, bool inverse);
 
 // Causal attention, q [nseq][seq][q_heads][dh], k, v [nseq][seq][kv_heads][dh] → o (like q) and
 // lse [nseq][q_heads][seq] (log-sum-exp of each row's scaled scores, kept for backward). Keys are
@@ -28,8 +27,7 @@ void rotary(float* x, const ExchangeShape& s, long heads, long first_position, d
 void attention_forward(const float* q, const float* k, const float* v, float* o, float* lse,
                        const AttentionShape& a, long tile);
 // Gradients dq, dk, dv (overwritten) from do, recomputing probabilities from lse.
-void attention_backward(const float* q, const float* k, const float* v, const float* o,
-                        const float* dout, const float* lse, float* dq, float* dk, float* dv,
-                        const AttentionShape& a);
+void attention_backward(const float* q, const float* k, const float* v, const float* o, const float* dout,
+                        const float* lse, float* dq, float* dk, float* dv, const AttentionShape& a);
 
 }  // namespace basp::kernels::cpu

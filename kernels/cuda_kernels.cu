@@ -1,7 +1,5 @@
 // CUDA kernels of the measured layer (bf16 storage, fp32 arithmetic): the all-to-all's pack/unpack,
 // rotary embedding at global positions, causal flash-style attention forward and backward.
-#include "cuda_kernels.hpp"
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -10,6 +8,8 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+
+#include "cuda_kernels.hpp"
 
 namespace basp::kernels::cuda {
 
@@ -24,15 +24,22 @@ constexpr int kWarpSize = 32;
 // Launch plumbing
 
 void throw_on_error(cudaError_t err, const char* what) {
-  if (err != cudaSuccess)
-    throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(err));
+  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(err));
 }
 
-void check_launch(const char* kernel) { throw_on_error(cudaGetLastError(), kernel); }
+void check_launch(const char* kernel) {
+  throw_on_error(cudaGetLastError(), kernel);
+}
 
-__host__ __device__ long ceil_div(long a, long b) { return (a + b - 1) / b; }
-__device__ long min_of(long a, long b) { return a < b ? a : b; }
-__device__ long max_of(long a, long b) { return a > b ? a : b; }
+__host__ __device__ long ceil_div(long a, long b) {
+  return (a + b - 1) / b;
+}
+__device__ long min_of(long a, long b) {
+  return a < b ? a : b;
+}
+__device__ long max_of(long a, long b) {
+  return a > b ? a : b;
+}
 
 // Elementwise kernels loop grid-stride, so the grid stays small however large the tensor is.
 constexpr int kElementThreads = 256;
@@ -42,18 +49,24 @@ unsigned elementwise_blocks(long n) {
   return unsigned(std::min(ceil_div(n, kElementThreads), kMaxElementBlocks));
 }
 
-__device__ long first_thread_index() { return long(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ long grid_thread_count() { return long(gridDim.x) * blockDim.x; }
+__device__ long first_thread_index() {
+  return long(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ long grid_thread_count() {
+  return long(gridDim.x) * blockDim.x;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Exchange pack/unpack: one thread per output element, indices decomposed from the output side
 // so every write is coalesced.
 
 // Device twin of layouts.hpp's first_head_of_peer, which is host-only.
-__device__ long peer_first_head(long heads, int peers, int j) { return (long(j) * heads) / peers; }
+__device__ long peer_first_head(long heads, int peers, int j) {
+  return (long(j) * heads) / peers;
+}
 
-__global__ void scatter_heads_to_peers_kernel(const bf16* src, bf16* send, long tokens, long heads,
-                                              long hp, int peers, long dh) {
+__global__ void scatter_heads_to_peers_kernel(const bf16* src, bf16* send, long tokens, long heads, long hp,
+                                              int peers, long dh) {
   const long total = long(peers) * tokens * hp * dh;
   for (long n = first_thread_index(); n < total; n += grid_thread_count()) {
     const long e = n % dh, row = n / dh;
@@ -64,8 +77,8 @@ __global__ void scatter_heads_to_peers_kernel(const bf16* src, bf16* send, long 
   }
 }
 
-__global__ void gather_tokens_from_peers_kernel(const bf16* recv, bf16* dst, long nseq, long chunk,
-                                                int peers, long row) {
+__global__ void gather_tokens_from_peers_kernel(const bf16* recv, bf16* dst, long nseq, long chunk, int peers,
+                                                long row) {
   const long seq = chunk * peers, total = nseq * seq * row;
   for (long n = first_thread_index(); n < total; n += grid_thread_count()) {
     const long x = n % row, token = (n / row) % seq, q = n / row / seq;
@@ -74,8 +87,8 @@ __global__ void gather_tokens_from_peers_kernel(const bf16* recv, bf16* dst, lon
   }
 }
 
-__global__ void scatter_tokens_to_peers_kernel(const bf16* src, bf16* send, long nseq, long chunk,
-                                               int peers, long row) {
+__global__ void scatter_tokens_to_peers_kernel(const bf16* src, bf16* send, long nseq, long chunk, int peers,
+                                               long row) {
   const long seq = chunk * peers, total = long(peers) * nseq * chunk * row;
   for (long n = first_thread_index(); n < total; n += grid_thread_count()) {
     const long x = n % row, i = (n / row) % chunk, q = (n / row / chunk) % nseq;
@@ -93,8 +106,8 @@ __device__ int first_possible_holder(long h, long heads, int peers, long hp) {
 
 // Each output element sums its holders directly (fp32, one rounding), so no atomics are needed
 // and the result does not depend on scheduling.
-__global__ void gather_heads_from_peers_kernel(const bf16* recv, bf16* dst, long tokens, long heads,
-                                               long hp, int peers, long dh) {
+__global__ void gather_heads_from_peers_kernel(const bf16* recv, bf16* dst, long tokens, long heads, long hp,
+                                               int peers, long dh) {
   const long total = tokens * heads * dh;
   for (long n = first_thread_index(); n < total; n += grid_thread_count()) {
     const long e = n % dh, h = (n / dh) % heads, t = n / dh / heads;
@@ -113,8 +126,8 @@ __global__ void gather_heads_from_peers_kernel(const bf16* recv, bf16* dst, long
 // head. Angles reach 1e6 rad (positions up to 1M), so they are formed and reduced in double, as the
 // CPU twin does, and only cos/sin are rounded to float.
 
-__global__ void rotary_kernel(bf16* x, long tokens, long chunk, long heads, long dh,
-                              long first_position, double theta, bool inverse) {
+__global__ void rotary_kernel(bf16* x, long tokens, long chunk, long heads, long dh, long first_position,
+                              double theta, bool inverse) {
   const long half = dh / 2, total = tokens * half;
   for (long n = first_thread_index(); n < total; n += grid_thread_count()) {
     const long d = n % half, t = n / half;
@@ -164,7 +177,8 @@ struct AttentionDims {
 };
 
 __device__ float warp_max(float x) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(kFullMask, x, offset));
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    x = fmaxf(x, __shfl_xor_sync(kFullMask, x, offset));
   return x;
 }
 
@@ -175,7 +189,9 @@ __device__ float warp_sum(float x) {
 
 // Row stride of the staging buffer in bf16 pairs: odd, so a warp reading one pair from each of 32
 // rows touches 32 distinct banks.
-__host__ __device__ int padded_row_pairs(long dh) { return int(dh / 2) | 1; }
+__host__ __device__ int padded_row_pairs(long dh) {
+  return int(dh / 2) | 1;
+}
 
 // Offset of row `token` of head `head` in a [nseq][seq][heads][dh] tensor.
 __device__ long row_offset(long s, long token, long head, long seq, long heads, long dh) {
@@ -291,7 +307,8 @@ __device__ QueryBlock query_block(const AttentionDims& d) {
 // CPU twin, and the first tile's correction exp(-inf - max) is 0.
 template <int kTile, int kChunks>
 __global__ void __launch_bounds__(kAttentionThreads, kAttentionMinBlocks)
-    attention_forward_kernel(const bf16* q, const bf16* k, const bf16* v, bf16* o, float* lse, AttentionDims d) {
+    attention_forward_kernel(const bf16* q, const bf16* k, const bf16* v, bf16* o, float* lse,
+                             AttentionDims d) {
   constexpr int kPerLane = kTile / kWarpSize;
   extern __shared__ float4 smem[];
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -499,7 +516,8 @@ void check_attention_arguments(const AttentionShape& a, int tile) {
                                 "]; got " + std::to_string(a.head_dim));
   if (a.kv_heads <= 0 || a.q_heads < a.kv_heads || a.q_heads % a.kv_heads != 0)
     throw std::invalid_argument("attention q_heads (" + std::to_string(a.q_heads) +
-                                ") must be a positive multiple of kv_heads (" + std::to_string(a.kv_heads) + ")");
+                                ") must be a positive multiple of kv_heads (" + std::to_string(a.kv_heads) +
+                                ")");
   if (a.nseq < 0 || a.seq < 0) throw std::invalid_argument("attention nseq and seq must not be negative");
 }
 
@@ -514,12 +532,14 @@ AttentionDims attention_dims(const AttentionShape& a) {
 
 // Dynamic shared memory of an attention kernel: `rows_per_warp` fp32 rows per warp plus the staging tile.
 std::size_t attention_smem_bytes(int rows_per_warp, int tile, long dh) {
-  return sizeof(float) * (std::size_t(rows_per_warp) * kAttentionWarps * dh + std::size_t(tile) * padded_row_pairs(dh));
+  return sizeof(float) *
+         (std::size_t(rows_per_warp) * kAttentionWarps * dh + std::size_t(tile) * padded_row_pairs(dh));
 }
 
 unsigned attention_blocks(long nseq, long heads, long seq) {
   const long blocks = nseq * heads * ceil_div(seq, kAttentionWarps);
-  if (blocks > INT_MAX) throw std::invalid_argument("attention grid too large: " + std::to_string(blocks) + " blocks");
+  if (blocks > INT_MAX)
+    throw std::invalid_argument("attention grid too large: " + std::to_string(blocks) + " blocks");
   return unsigned(blocks);
 }
 
@@ -537,16 +557,23 @@ template <class Launch>
 void dispatch_attention(int tile, long dh, Launch&& launch) {
   const auto with_chunks = [&](auto tile_c) {
     switch ((dh / 2 + kWarpSize - 1) / kWarpSize) {
-      case 1: return launch(tile_c, std::integral_constant<int, 1>{});
-      case 2: return launch(tile_c, std::integral_constant<int, 2>{});
-      case 3: return launch(tile_c, std::integral_constant<int, 3>{});
-      default: return launch(tile_c, std::integral_constant<int, kMaxPairChunks>{});
+      case 1:
+        return launch(tile_c, std::integral_constant<int, 1>{});
+      case 2:
+        return launch(tile_c, std::integral_constant<int, 2>{});
+      case 3:
+        return launch(tile_c, std::integral_constant<int, 3>{});
+      default:
+        return launch(tile_c, std::integral_constant<int, kMaxPairChunks>{});
     }
   };
   switch (tile) {
-    case 32: return with_chunks(std::integral_constant<int, 32>{});
-    case 64: return with_chunks(std::integral_constant<int, 64>{});
-    default: return with_chunks(std::integral_constant<int, 128>{});
+    case 32:
+      return with_chunks(std::integral_constant<int, 32>{});
+    case 64:
+      return with_chunks(std::integral_constant<int, 64>{});
+    default:
+      return with_chunks(std::integral_constant<int, 128>{});
   }
 }
 
@@ -555,7 +582,8 @@ void dispatch_attention(int tile, long dh, Launch&& launch) {
 // -------------------------------------------------------------------------------------------------
 // Public entry points
 
-void scatter_heads_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long heads, cudaStream_t stream) {
+void scatter_heads_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long heads,
+                            cudaStream_t stream) {
   const long hp = heads_per_peer(heads, s.peers), total = long(s.peers) * s.tokens() * hp * s.head_dim;
   if (total == 0) return;
   scatter_heads_to_peers_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(
@@ -563,7 +591,8 @@ void scatter_heads_to_peers(const bf16* src, bf16* send, const ExchangeShape& s,
   check_launch("scatter_heads_to_peers_kernel");
 }
 
-void gather_tokens_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long hp, cudaStream_t stream) {
+void gather_tokens_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long hp,
+                              cudaStream_t stream) {
   const long row = hp * s.head_dim, total = s.nseq * s.seq_len() * row;
   if (total == 0) return;
   gather_tokens_from_peers_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(
@@ -571,7 +600,8 @@ void gather_tokens_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& 
   check_launch("gather_tokens_from_peers_kernel");
 }
 
-void scatter_tokens_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long hp, cudaStream_t stream) {
+void scatter_tokens_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long hp,
+                             cudaStream_t stream) {
   const long row = hp * s.head_dim, total = s.nseq * s.seq_len() * row;
   if (total == 0) return;
   scatter_tokens_to_peers_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(
@@ -579,7 +609,8 @@ void scatter_tokens_to_peers(const bf16* src, bf16* send, const ExchangeShape& s
   check_launch("scatter_tokens_to_peers_kernel");
 }
 
-void gather_heads_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long heads, cudaStream_t stream) {
+void gather_heads_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long heads,
+                             cudaStream_t stream) {
   const long hp = heads_per_peer(heads, s.peers), total = s.tokens() * heads * s.head_dim;
   if (total == 0) return;
   gather_heads_from_peers_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(
@@ -591,13 +622,13 @@ void rotary(bf16* x, const ExchangeShape& s, long heads, long first_position, do
             cudaStream_t stream) {
   const long total = s.tokens() * (s.head_dim / 2);
   if (total == 0 || heads == 0) return;
-  rotary_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(x, s.tokens(), s.chunk, heads, s.head_dim,
-                                                                           first_position, theta, inverse);
+  rotary_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(
+      x, s.tokens(), s.chunk, heads, s.head_dim, first_position, theta, inverse);
   check_launch("rotary_kernel");
 }
 
-void attention_forward(const bf16* q, const bf16* k, const bf16* v, bf16* o, float* lse, const AttentionShape& a,
-                       int tile, cudaStream_t stream) {
+void attention_forward(const bf16* q, const bf16* k, const bf16* v, bf16* o, float* lse,
+                       const AttentionShape& a, int tile, cudaStream_t stream) {
   check_attention_arguments(a, tile);
   for (const auto& [p, name] : {std::pair<const void*, const char*>{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}})
     check_pair_aligned(p, name);
@@ -619,8 +650,14 @@ void attention_backward(const bf16* q, const bf16* k, const bf16* v, const bf16*
                         const float* lse, bf16* dq, bf16* dk, bf16* dv, const AttentionShape& a, int tile,
                         void* workspace, cudaStream_t stream) {
   check_attention_arguments(a, tile);
-  for (const auto& [p, name] : {std::pair<const void*, const char*>{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"},
-                                {dout, "dout"}, {dq, "dq"}, {dk, "dk"}, {dv, "dv"}})
+  for (const auto& [p, name] : {std::pair<const void*, const char*>{q, "q"},
+                                {k, "k"},
+                                {v, "v"},
+                                {o, "o"},
+                                {dout, "dout"},
+                                {dq, "dq"},
+                                {dk, "dk"},
+                                {dv, "dv"}})
     check_pair_aligned(p, name);
   if (a.nseq == 0 || a.seq == 0) return;
   if (workspace == nullptr) throw std::invalid_argument("attention_backward needs a workspace");
@@ -636,10 +673,10 @@ void attention_backward(const bf16* q, const bf16* k, const bf16* v, const bf16*
   dispatch_attention(tile, a.head_dim, [&](auto tile_c, auto chunks_c) {
     constexpr int kTile = decltype(tile_c)::value, kChunks = decltype(chunks_c)::value;
     const std::size_t smem = attention_smem_bytes(2, kTile, a.head_dim);
-    launch_attention_kernel(attention_dq_kernel<kTile, kChunks>, "attention_dq_kernel", q_blocks, smem, stream, q, k,
-                            v, dout, lse, static_cast<const float*>(delta), dq, d);
-    launch_attention_kernel(attention_dkdv_kernel<kTile, kChunks>, "attention_dkdv_kernel", kv_blocks, smem, stream,
-                            q, k, v, dout, lse, static_cast<const float*>(delta), dk, dv, d);
+    launch_attention_kernel(attention_dq_kernel<kTile, kChunks>, "attention_dq_kernel", q_blocks, smem,
+                            stream, q, k, v, dout, lse, static_cast<const float*>(delta), dq, d);
+    launch_attention_kernel(attention_dkdv_kernel<kTile, kChunks>, "attention_dkdv_kernel", kv_blocks, smem,
+                            stream, q, k, v, dout, lse, static_cast<const float*>(delta), dk, dv, d);
   });
 }
 

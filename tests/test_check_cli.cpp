@@ -1,18 +1,18 @@
 // `basp check` on a real measurements file: every phase is predicted, all-to-alls agree with
 // `basp collective` for the same size and groups, GEMMs with the cost model's arithmetic.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
 #include "gpu_kind.hpp"
 #include "helpers.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <algorithm>
-#include <nlohmann/json.hpp>
 
 using basp::test::basp_cli;
 
 TEST_CASE("check cli: a measured layer run is predicted phase by phase") {
-  const auto r = basp_cli("check --topology localhost-cpu --calibration none -m " + basp::test::data("layer-cpu-2ranks.json") +
-                              " --json", false);
+  const auto r = basp_cli("check --topology localhost-cpu --calibration none -m " +
+                              basp::test::data("layer-cpu-2ranks.json") + " --json",
+                          false);
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
   REQUIRE(j.at("runs").size() == 1);
@@ -25,9 +25,12 @@ TEST_CASE("check cli: a measured layer run is predicted phase by phase") {
   CHECK(j.at("runs")[0].contains("speedup"));
   // Ulysses over 2 ranks: a2a_q sends T·H·dh fp32 = 1024·8·64·4 bytes per rank.
   const auto coll = nlohmann::json::parse(
-      basp_cli("collective --topology localhost-cpu --calibration none --op alltoall --size 2097152 --json", false).out);
+      basp_cli("collective --topology localhost-cpu --calibration none --op alltoall --size 2097152 --json",
+               false)
+          .out);
   CHECK(strategies[0].at("phases")[3].at("name") == "a2a_q");
-  CHECK(strategies[0].at("phases")[3].at("predicted_s").get<double>() == Approx(coll.at("time_s").get<double>()).epsilon(1e-9));
+  CHECK(strategies[0].at("phases")[3].at("predicted_s").get<double>() ==
+        Approx(coll.at("time_s").get<double>()).epsilon(1e-9));
   // qkv_proj: 2·T·D·(H + 2·Hkv)·dh FLOPs at the default GEMM efficiency 0.70 of the CPU-core peak.
   const double flops = 2.0 * 1024 * 512 * (8 + 2 * 2) * 64;
   CHECK(strategies[0].at("phases")[0].at("predicted_s").get<double>() ==
@@ -35,16 +38,19 @@ TEST_CASE("check cli: a measured layer run is predicted phase by phase") {
 }
 
 TEST_CASE("check cli: CSV has one row per phase and strategy") {
-  const auto r = basp_cli("check --topology localhost-cpu --calibration none -m " + basp::test::data("layer-cpu-2ranks.json") +
-                              " --csv", false);
+  const auto r = basp_cli("check --topology localhost-cpu --calibration none -m " +
+                              basp::test::data("layer-cpu-2ranks.json") + " --csv",
+                          false);
   REQUIRE(r.code == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1 + 2 * 24);
-  CHECK_THAT(r.out, Catch::StartsWith("measurements,strategy,group_size,phase,measured_s,predicted_s,relative_error\n"));
+  CHECK_THAT(r.out, Catch::StartsWith(
+                        "measurements,strategy,group_size,phase,measured_s,predicted_s,relative_error\n"));
 }
 
 TEST_CASE("check cli: files without a layer run and runs larger than the topology are refused") {
   basp::test::TempFile comm(R"({"schema":"basp-measurements","schema_version":1,"command":"comm",)"
-                            R"("config":{"ranks":2},"hardware":{},"results":[]})", ".json");
+                            R"("config":{"ranks":2},"hardware":{},"results":[]})",
+                            ".json");
   auto r = basp_cli("check --topology localhost-cpu -m " + comm.path);
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("no layer runs"));
@@ -55,18 +61,22 @@ TEST_CASE("check cli: files without a layer run and runs larger than the topolog
 
 TEST_CASE("check cli: malformed measurement files get one message and exit 2, never a crash") {
   const std::string head = R"({"schema":"basp-measurements","schema_version":1,"hardware":{"hosts":[7]},)";
-  const std::string layer_config = R"("config":{"precision":"fp32","heads":4,"kv_heads":2,"head_dim":8,"hidden":32,)"
-                                   R"("seq":64,"batch":2,"ranks":2},)";
+  const std::string layer_config =
+      R"("config":{"precision":"fp32","heads":4,"kv_heads":2,"head_dim":8,"hidden":32,)"
+      R"("seq":64,"batch":2,"ranks":2},)";
   const std::pair<std::string, std::string> cases[] = {
       {head + R"("command":"layer",)" + layer_config + R"("results":[]})", "at least one strategy"},
-      {head + R"("command":"layer",)" + layer_config + R"("results":[{"strategy":"ulysses","group_size":2,"phases":{}}]})",
+      {head + R"("command":"layer",)" + layer_config +
+           R"("results":[{"strategy":"ulysses","group_size":2,"phases":{}}]})",
        "non-empty list"},
-      {head + R"("command":"layer",)" + layer_config + R"("results":[{"strategy":"ulysses","group_size":0,"phases":[]}]})",
+      {head + R"("command":"layer",)" + layer_config +
+           R"("results":[{"strategy":"ulysses","group_size":0,"phases":[]}]})",
        "at least 1"},
       {head + R"("command":"layer",)" + layer_config +
            R"("results":[{"strategy":"ulysses","group_size":2,"phases":[{"name":"a2a_q","median_s":0,"send_bytes":1}]}]})",
        "must be positive"},
-      {head + R"("command":"layer","config":{"precision":"fp32","heads":"many"},"results":[]})", "config.heads"},
+      {head + R"("command":"layer","config":{"precision":"fp32","heads":"many"},"results":[]})",
+       "config.heads"},
   };
   for (const auto& [text, message] : cases) {
     basp::test::TempFile f(text, ".json");
@@ -75,8 +85,9 @@ TEST_CASE("check cli: malformed measurement files get one message and exit 2, ne
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::Contains(message));
   }
-  basp::test::TempFile comm(head + R"("command":"comm","config":{"ranks":2},"results":[{"groups":0,"size_bytes":8,"median_s":1}]})",
-                            ".json");
+  basp::test::TempFile comm(
+      head + R"("command":"comm","config":{"ranks":2},"results":[{"groups":0,"size_bytes":8,"median_s":1}]})",
+      ".json");
   basp::test::TempFile out("", ".yaml");
   const auto r = basp_cli("calibrate --topology localhost-cpu -m " + comm.path + " --out " + out.path);
   CHECK(r.code == 2);

@@ -1,12 +1,11 @@
 // The CPU reference kernels of the measured layer: exchange layouts, rotary embedding per slice,
 // tiled attention forward and backward against plain formulas computed here in double.
-#include "cpu_kernels.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 #include <vector>
+
+#include "cpu_kernels.hpp"
 
 using namespace basp::kernels;
 
@@ -127,7 +126,8 @@ TEST_CASE("kernels: pack and unpack around an in-memory all-to-all restore every
       std::vector<float> restored(local[r].size());
       cpu::gather_heads_from_peers(back[r].data(), restored.data(), ex, heads);
       const float times = heads >= P ? 1.0f : float(P / heads);  // every replica's copy is summed
-      for (std::size_t e = 0; e < restored.size(); ++e) REQUIRE(restored[e] == Approx(times * local[r][e]).margin(1e-6));
+      for (std::size_t e = 0; e < restored.size(); ++e)
+        REQUIRE(restored[e] == Approx(times * local[r][e]).margin(1e-6));
     }
   }
 }
@@ -136,12 +136,13 @@ TEST_CASE("kernels: tiled causal attention and its backward equal the plain form
   const AttentionShape a{2, 37, 4, 2, 16};
   const std::size_t nq = std::size_t(a.nseq * a.seq * a.q_heads * a.head_dim);
   const std::size_t nk = std::size_t(a.nseq * a.seq * a.kv_heads * a.head_dim);
-  const auto q = random_vector(nq, 3), k = random_vector(nk, 4), v = random_vector(nk, 5), dout = random_vector(nq, 6);
+  const auto q = random_vector(nq, 3), k = random_vector(nk, 4), v = random_vector(nk, 5),
+             dout = random_vector(nq, 6);
   for (long tile : {1L, 7L, 16L, 64L}) {
     std::vector<float> o(nq), lse(std::size_t(a.nseq * a.q_heads * a.seq)), dq(nq), dk(nk), dv(nk);
     cpu::attention_forward(q.data(), k.data(), v.data(), o.data(), lse.data(), a, tile);
-    cpu::attention_backward(q.data(), k.data(), v.data(), o.data(), dout.data(), lse.data(), dq.data(), dk.data(),
-                            dv.data(), a);
+    cpu::attention_backward(q.data(), k.data(), v.data(), o.data(), dout.data(), lse.data(), dq.data(),
+                            dk.data(), dv.data(), a);
     std::vector<double> dk_ref(nk, 0), dv_ref(nk, 0);
     for (int s = 0; s < a.nseq; ++s)
       for (long h = 0; h < a.q_heads; ++h) {

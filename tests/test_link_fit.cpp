@@ -1,17 +1,15 @@
 // The fits against measurements generated from known parameters (all-to-alls by the simulator
 // itself): exact recovery without noise, recovery within its own uncertainty with fixed-seed ±3% noise.
-#include "helpers.hpp"
-#include "compute_fit.hpp"
-#include "link_fit.hpp"
-#include "topology_file.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
+
+#include "compute_fit.hpp"
+#include "helpers.hpp"
+#include "link_fit.hpp"
+#include "topology_file.hpp"
 
 using namespace basp;
 using namespace basp::fitting;
@@ -46,8 +44,10 @@ std::map<std::string, FittedParameter> by_name(const LinkFit& f) {
   return m;
 }
 
-const std::map<std::string, double> kTruth = {{"links.nvlink.efficiency", 0.35}, {"links.nic.efficiency", 0.75},
-                                              {"software.launch_overhead", 25e-6}, {"software.per_peer_overhead", 7e-6}};
+const std::map<std::string, double> kTruth = {{"links.nvlink.efficiency", 0.35},
+                                              {"links.nic.efficiency", 0.75},
+                                              {"software.launch_overhead", 25e-6},
+                                              {"software.per_peer_overhead", 7e-6}};
 }  // namespace
 
 TEST_CASE("fit: noiseless simulated all-to-alls give back the parameters within 1%") {
@@ -89,16 +89,25 @@ TEST_CASE("calibrate cli: fits a measurements file and writes a calibration that
   const Topology topo = load_topology(std::string(BASP_DATA_DIR) + "/topologies/paper-a100-2x4.yaml");
   nlohmann::json rows = nlohmann::json::array();
   for (const CommSample& s : synthetic(topo, truth(), 0.0, 1))
-    rows.push_back({{"mode", s.groups == 1 ? "global" : "grouped"}, {"groups", s.groups}, {"group_size", 8 / s.groups},
-                    {"size_bytes", s.size_bytes}, {"median_s", s.time_s}});
-  const nlohmann::json file = {{"schema", "basp-measurements"}, {"schema_version", 1}, {"command", "comm"},
-                               {"config", {{"ranks", 8}}}, {"hardware", {{"backend", "synthetic"}}}, {"results", rows}};
+    rows.push_back({{"mode", s.groups == 1 ? "global" : "grouped"},
+                    {"groups", s.groups},
+                    {"group_size", 8 / s.groups},
+                    {"size_bytes", s.size_bytes},
+                    {"median_s", s.time_s}});
+  const nlohmann::json file = {{"schema", "basp-measurements"},
+                               {"schema_version", 1},
+                               {"command", "comm"},
+                               {"config", {{"ranks", 8}}},
+                               {"hardware", {{"backend", "synthetic"}}},
+                               {"results", rows}};
   basp::test::TempFile measurements(file.dump(), ".json");
   basp::test::TempFile out("", ".yaml");
-  const auto r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + measurements.path + " --out " + out.path);
+  const auto r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + measurements.path +
+                                      " --out " + out.path);
   INFO(r.out);
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("links.nic.efficiency") && Catch::Contains("fitted") && Catch::Contains("R^2"));
+  CHECK_THAT(r.out,
+             Catch::Contains("links.nic.efficiency") && Catch::Contains("fitted") && Catch::Contains("R^2"));
   const Calibration c = load_calibration(out.path);
   CHECK(*c.links[int(LinkClass::nic)].efficiency == Approx(0.75).epsilon(0.01));
   CHECK(*c.links[int(LinkClass::nvlink)].efficiency == Approx(0.35).epsilon(0.01));
@@ -114,9 +123,11 @@ TEST_CASE("calibrate cli: fits a measurements file and writes a calibration that
 
 TEST_CASE("calibrate cli: files without all-to-all runs or of another kind are refused") {
   basp::test::TempFile compute_only(R"({"schema":"basp-measurements","schema_version":1,"command":"compute",)"
-                                    R"("config":{},"hardware":{},"results":[]})", ".json");
+                                    R"("config":{},"hardware":{},"results":[]})",
+                                    ".json");
   basp::test::TempFile out("", ".yaml");
-  auto r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + compute_only.path + " --out " + out.path);
+  auto r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + compute_only.path + " --out " +
+                                out.path);
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("no all-to-all or compute runs"));
   basp::test::TempFile other(R"({"schema":"something-else"})", ".json");
@@ -130,7 +141,7 @@ TEST_CASE("fit: compute efficiencies and their size dependence come back from no
   std::vector<ComputeSample> samples;
   for (double f = 1e9; f <= 1e13; f *= 10) {
     samples.push_back({"gemm_qkv", f, (f + 2e10) / (gpu.peak_bf16_flops * 0.65), 0});  // e 0.65, F½ 20 GFLOP
-    samples.push_back({"attn_fwd", f, f / (gpu.peak_bf16_flops * 0.40), 0});          // constant 0.40
+    samples.push_back({"attn_fwd", f, f / (gpu.peak_bf16_flops * 0.40), 0});           // constant 0.40
   }
   samples.push_back({"attn_bwd", 1e12, 1e12 / (gpu.peak_bf16_flops * 0.30), 0});  // one size: constant
   const ComputeFit fit = fit_compute(gpu, ComputeEfficiency{}, samples);

@@ -1,19 +1,24 @@
 // The validator's plain parts: how the problem splits over ranks, the refusals, the generated
 // inputs, the checks' verdicts and the reference's own consistency.
+#include <catch2/catch.hpp>
+
 #include "check.hpp"
-#include "inputs.hpp"
 #include "input_error.hpp"
+#include "inputs.hpp"
 #include "layer_config.hpp"
 #include "reference.hpp"
-
-#include <catch2/catch.hpp>
 
 using namespace basp::validate;
 
 namespace {
 LayerShape small_shape() {
   LayerShape s;
-  s.heads = 8; s.kv_heads = 2; s.head_dim = 8; s.hidden = 16; s.seq = 32; s.batch = 2;
+  s.heads = 8;
+  s.kv_heads = 2;
+  s.head_dim = 8;
+  s.hidden = 16;
+  s.seq = 32;
+  s.batch = 2;
   return s;
 }
 std::string refusal(LayerStrategy st, const LayerShape& s, int ranks) {
@@ -47,10 +52,12 @@ TEST_CASE("validate: ulysses gives every rank a slice of every sequence and basp
 
 TEST_CASE("validate: impossible splits are refused naming the flag") {
   LayerShape s = small_shape();
-  CHECK_THAT(refusal(LayerStrategy::basp, s, 5), Catch::Contains("--batch") && Catch::Contains("not divisible by B = 2"));
+  CHECK_THAT(refusal(LayerStrategy::basp, s, 5),
+             Catch::Contains("--batch") && Catch::Contains("not divisible by B = 2"));
   s.heads = 6;
   s.kv_heads = 2;
-  CHECK_THAT(refusal(LayerStrategy::basp, s, 8), Catch::Contains("--heads") && Catch::Contains("group size K = 4"));
+  CHECK_THAT(refusal(LayerStrategy::basp, s, 8),
+             Catch::Contains("--heads") && Catch::Contains("group size K = 4"));
   CHECK_THAT(refusal(LayerStrategy::ulysses, s, 4), Catch::Contains("group size N = 4"));
   s = small_shape();
   s.kv_heads = 3;
@@ -64,7 +71,8 @@ TEST_CASE("validate: impossible splits are refused naming the flag") {
   CHECK(refusal(LayerStrategy::basp, small_shape(), 8).empty());
 }
 
-TEST_CASE("validate: a rank's inputs are exactly its rows of the global problem and depend only on the seed") {
+TEST_CASE(
+    "validate: a rank's inputs are exactly its rows of the global problem and depend only on the seed") {
   const LayerShape s = small_shape();
   const RankPlan p = plan_rank(LayerStrategy::basp, s, 8, 5);  // sequence 1, slice 1
   const auto x = token_slice(7, InputTensor::x, s, p);

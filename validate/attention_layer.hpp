@@ -22,36 +22,63 @@ struct AttentionLayer {
   RankPlan plan;
   long T, D, hq, hk, dh;  // local tokens, hidden, local query / KV heads, head dim
   kernels::ExchangeShape ex;
-  Buffer x, dy, wq, wk, wv, wo;                       // inputs
-  Buffer q, k, v, o_local, y;                         // [T][heads·dh], [T][D]
+  Buffer x, dy, wq, wk, wv, wo;                           // inputs
+  Buffer q, k, v, o_local, y;                             // [T][heads·dh], [T][D]
   Buffer send_q, recv_q, send_k, recv_k, send_v, recv_v;  // [peer][T][h/P][dh], reused backward
-  Buffer qa, ka, va, oa, lse;                         // [nseq][S][h/P][dh], lse [nseq][hq][S]
-  Buffer do_local, doa, dqa, dka, dva, dq, dk, dv;    // gradients
+  Buffer qa, ka, va, oa, lse;                             // [nseq][S][h/P][dh], lse [nseq][hq][S]
+  Buffer do_local, doa, dqa, dka, dva, dq, dk, dv;        // gradients
   Buffer dx, dwq, dwk, dwv, dwo;
 
   AttentionLayer(Ops& o, const LayerShape& s, const RankPlan& p)
-      : ops(o), shape(s), plan(p), T(p.exchange.tokens()), D(s.hidden), hq(p.q_heads_local()),
-        hk(p.kv_heads_local()), dh(s.head_dim), ex(p.exchange) {
+      : ops(o),
+        shape(s),
+        plan(p),
+        T(p.exchange.tokens()),
+        D(s.hidden),
+        hq(p.q_heads_local()),
+        hk(p.kv_heads_local()),
+        dh(s.head_dim),
+        ex(p.exchange) {
     const long P = ex.peers, H = s.heads, Hk = s.kv_heads;
-    x = ops.alloc(T * D); dy = ops.alloc(T * D); y = ops.alloc(T * D); dx = ops.alloc(T * D);
-    wq = ops.alloc(D * H * dh); wk = ops.alloc(D * Hk * dh); wv = ops.alloc(D * Hk * dh); wo = ops.alloc(H * dh * D);
-    dwq = ops.alloc(D * H * dh); dwk = ops.alloc(D * Hk * dh); dwv = ops.alloc(D * Hk * dh); dwo = ops.alloc(H * dh * D);
-    q = ops.alloc(T * H * dh); k = ops.alloc(T * Hk * dh); v = ops.alloc(T * Hk * dh);
-    o_local = ops.alloc(T * H * dh); do_local = ops.alloc(T * H * dh);
-    dq = ops.alloc(T * H * dh); dk = ops.alloc(T * Hk * dh); dv = ops.alloc(T * Hk * dh);
-    send_q = ops.alloc(T * H * dh); recv_q = ops.alloc(T * H * dh);
-    send_k = ops.alloc(P * T * hk * dh); recv_k = ops.alloc(P * T * hk * dh);
-    send_v = ops.alloc(P * T * hk * dh); recv_v = ops.alloc(P * T * hk * dh);
+    x = ops.alloc(T * D);
+    dy = ops.alloc(T * D);
+    y = ops.alloc(T * D);
+    dx = ops.alloc(T * D);
+    wq = ops.alloc(D * H * dh);
+    wk = ops.alloc(D * Hk * dh);
+    wv = ops.alloc(D * Hk * dh);
+    wo = ops.alloc(H * dh * D);
+    dwq = ops.alloc(D * H * dh);
+    dwk = ops.alloc(D * Hk * dh);
+    dwv = ops.alloc(D * Hk * dh);
+    dwo = ops.alloc(H * dh * D);
+    q = ops.alloc(T * H * dh);
+    k = ops.alloc(T * Hk * dh);
+    v = ops.alloc(T * Hk * dh);
+    o_local = ops.alloc(T * H * dh);
+    do_local = ops.alloc(T * H * dh);
+    dq = ops.alloc(T * H * dh);
+    dk = ops.alloc(T * Hk * dh);
+    dv = ops.alloc(T * Hk * dh);
+    send_q = ops.alloc(T * H * dh);
+    recv_q = ops.alloc(T * H * dh);
+    send_k = ops.alloc(P * T * hk * dh);
+    recv_k = ops.alloc(P * T * hk * dh);
+    send_v = ops.alloc(P * T * hk * dh);
+    recv_v = ops.alloc(P * T * hk * dh);
     const long S = ex.seq_len(), n = ex.nseq;
-    qa = ops.alloc(n * S * hq * dh); oa = ops.alloc(n * S * hq * dh); doa = ops.alloc(n * S * hq * dh);
-    dqa = ops.alloc(n * S * hq * dh); lse = ops.alloc_fp32(n * hq * S);
-    ka = ops.alloc(n * S * hk * dh); va = ops.alloc(n * S * hk * dh);
-    dka = ops.alloc(n * S * hk * dh); dva = ops.alloc(n * S * hk * dh);
+    qa = ops.alloc(n * S * hq * dh);
+    oa = ops.alloc(n * S * hq * dh);
+    doa = ops.alloc(n * S * hq * dh);
+    dqa = ops.alloc(n * S * hq * dh);
+    lse = ops.alloc_fp32(n * hq * S);
+    ka = ops.alloc(n * S * hk * dh);
+    va = ops.alloc(n * S * hk * dh);
+    dka = ops.alloc(n * S * hk * dh);
+    dva = ops.alloc(n * S * hk * dh);
   }
 
-  kernels::AttentionShape attention_shape() const {
-    return {ex.nseq, ex.seq_len(), hq, hk, dh};
-  }
+  kernels::AttentionShape attention_shape() const { return {ex.nseq, ex.seq_len(), hq, hk, dh}; }
   long elements_per_peer_q() const { return T * hq * dh; }
   long elements_per_peer_kv() const { return T * hk * dh; }
 

@@ -29,9 +29,9 @@ double max_abs(const std::vector<double>& a, const std::vector<double>& b) {
 
 std::vector<TensorCheck> check_against(const LayerResult& got, const LayerResult& ref, bool bf16) {
   const double out_tol = bf16 ? 2e-2 : 1e-5, grad_tol = bf16 ? 3e-2 : 2e-5;
-  const std::pair<const char*, std::pair<const std::vector<double>*, const std::vector<double>*>> tensors[] = {
-      {"y", {&got.y, &ref.y}},       {"dx", {&got.dx, &ref.dx}},   {"dwq", {&got.dwq, &ref.dwq}},
-      {"dwk", {&got.dwk, &ref.dwk}}, {"dwv", {&got.dwv, &ref.dwv}}, {"dwo", {&got.dwo, &ref.dwo}}};
+  const std::pair<const char*, std::pair<const std::vector<double>*, const std::vector<double>*>> tensors[] =
+      {{"y", {&got.y, &ref.y}},       {"dx", {&got.dx, &ref.dx}},    {"dwq", {&got.dwq, &ref.dwq}},
+       {"dwk", {&got.dwk, &ref.dwk}}, {"dwv", {&got.dwv, &ref.dwv}}, {"dwo", {&got.dwo, &ref.dwo}}};
   std::vector<TensorCheck> out;
   for (const auto& [name, pair] : tensors) {
     TensorCheck c;

@@ -2,15 +2,15 @@
 // tensor, by relative L2 error against a stated tolerance per tensor and backend precision.
 #pragma once
 
-#include "reference.hpp"
-
 #include <string>
 #include <vector>
+
+#include "reference.hpp"
 
 namespace basp::validate {
 
 struct TensorCheck {
-  std::string name;  // y, dx, dwq, dwk, dwv, dwo
+  std::string name;   // y, dx, dwq, dwk, dwv, dwo
   double rel_l2 = 0;  // ‖got − ref‖₂ / ‖ref‖₂
   double max_abs = 0;
   double tolerance = 0;

@@ -2,13 +2,13 @@
 // slowest rank's time (a barrier first), then checked once. Rows and JSON follow nccl-tests.
 #include "comm_command.hpp"
 
-#include "input_error.hpp"
-#include "json_output.hpp"
-#include "stats.hpp"
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+
+#include "input_error.hpp"
+#include "json_output.hpp"
+#include "stats.hpp"
 
 namespace basp::validate {
 
@@ -50,10 +50,12 @@ CommRow measure(const ValidateOptions& o, Control& ctl, Exchange& ex, const std:
 int comm_command(const ValidateOptions& o, Control& ctl, Hardware hw, MakeExchange make_exchange) {
   const int N = ctl.size(), B = o.groups;
   if (N % B != 0)
-    throw InputError("", 0, "--groups", "the grouped run needs N = K·B: N = " + std::to_string(N) +
-                                            " ranks is not divisible by B = " + std::to_string(B));
+    throw InputError("", 0, "--groups",
+                     "the grouped run needs N = K·B: N = " + std::to_string(N) +
+                         " ranks is not divisible by B = " + std::to_string(B));
   auto json = open_json_output(o.json_path, ctl);
-  const long max_count = std::max(1L, long(o.max_bytes / 4.0 / (N / B)));  // per peer, the grouped run's largest
+  const long max_count =
+      std::max(1L, long(o.max_bytes / 4.0 / (N / B)));  // per peer, the grouped run's largest
   auto global = make_exchange(0, max_count);
   auto grouped = make_exchange(ctl.rank() / (N / B), max_count);
   std::vector<CommRow> rows;
@@ -68,13 +70,14 @@ int comm_command(const ValidateOptions& o, Control& ctl, Hardware hw, MakeExchan
     for (const auto& line : header_lines(hw)) out << "#  " << line << "\n";
     out << "#  N = " << N << ", B = " << B << ", K = " << N / B << "; fp32 elements; warm-up " << o.warmup
         << ", timed iterations " << o.iters << ", watchdog " << o.timeout_s << " s\n";
-    out << "#  size = one rank's send buffer; time = median over iterations of the slowest rank; busbw = algbw (P-1)/P\n#\n";
+    out << "#  size = one rank's send buffer; time = median over iterations of the slowest rank; busbw = "
+           "algbw (P-1)/P\n#\n";
     char b[256];
-    std::snprintf(b, sizeof b, "#%8s %6s %6s %12s %12s %10s %10s %10s %10s %8s %8s %7s\n", "mode", "groups", "P", "size",
-                  "count", "min", "time", "max", "", "algbw", "busbw", "#wrong");
+    std::snprintf(b, sizeof b, "#%8s %6s %6s %12s %12s %10s %10s %10s %10s %8s %8s %7s\n", "mode", "groups",
+                  "P", "size", "count", "min", "time", "max", "", "algbw", "busbw", "#wrong");
     out << b;
-    std::snprintf(b, sizeof b, "#%8s %6s %6s %12s %12s %10s %10s %10s %10s %8s %8s %7s\n", "", "(B)", "", "(B)",
-                  "(elements)", "(us)", "(us)", "(us)", "", "(GB/s)", "(GB/s)", "");
+    std::snprintf(b, sizeof b, "#%8s %6s %6s %12s %12s %10s %10s %10s %10s %8s %8s %7s\n", "", "(B)", "",
+                  "(B)", "(elements)", "(us)", "(us)", "(us)", "", "(GB/s)", "(GB/s)", "");
     out << b;
     nlohmann::json jrows = nlohmann::json::array();
     for (const auto& r : rows) {
@@ -84,17 +87,37 @@ int comm_command(const ValidateOptions& o, Control& ctl, Hardware hw, MakeExchan
                     r.max_s * 1e6, "", algbw, busbw, r.wrong);
       out << b;
       if (r.wrong) failed = 1;
-      jrows.push_back({{"mode", r.mode}, {"groups", r.groups}, {"group_size", r.group_size}, {"size_bytes", r.bytes},
-                       {"count", r.count}, {"min_s", r.min_s}, {"median_s", r.median_s}, {"max_s", r.max_s},
-                       {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"wrong", r.wrong}, {"times_s", r.times_s}});
+      jrows.push_back({{"mode", r.mode},
+                       {"groups", r.groups},
+                       {"group_size", r.group_size},
+                       {"size_bytes", r.bytes},
+                       {"count", r.count},
+                       {"min_s", r.min_s},
+                       {"median_s", r.median_s},
+                       {"max_s", r.max_s},
+                       {"algbw_GBps", algbw},
+                       {"busbw_GBps", busbw},
+                       {"wrong", r.wrong},
+                       {"times_s", r.times_s}});
     }
     out << "# Out of place exchanges checked: " << (failed ? "FAILED (#wrong > 0)" : "OK") << "\n";
     out.flush();
-    nlohmann::json config = {{"ranks", N}, {"groups", B}, {"group_size", N / B}, {"min_bytes", o.min_bytes},
-                             {"max_bytes", o.max_bytes}, {"step_factor", o.factor}, {"warmup", o.warmup},
-                             {"iters", o.iters}, {"timeout_s", o.timeout_s}, {"datatype", "fp32"}};
-    write_json_output(json.get(), {{"schema", "basp-measurements"}, {"schema_version", 1}, {"command", "comm"},
-                                   {"config", config}, {"hardware", to_json(hw)}, {"results", jrows},
+    nlohmann::json config = {{"ranks", N},
+                             {"groups", B},
+                             {"group_size", N / B},
+                             {"min_bytes", o.min_bytes},
+                             {"max_bytes", o.max_bytes},
+                             {"step_factor", o.factor},
+                             {"warmup", o.warmup},
+                             {"iters", o.iters},
+                             {"timeout_s", o.timeout_s},
+                             {"datatype", "fp32"}};
+    write_json_output(json.get(), {{"schema", "basp-measurements"},
+                                   {"schema_version", 1},
+                                   {"command", "comm"},
+                                   {"config", config},
+                                   {"hardware", to_json(hw)},
+                                   {"results", jrows},
                                    {"ok", failed == 0}});
   }
   ctl.broadcast(&failed, sizeof failed);

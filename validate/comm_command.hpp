@@ -2,15 +2,15 @@
 // sweep of sizes, with nccl-tests' columns and an exact check of where every element landed.
 #pragma once
 
-#include "control.hpp"
-#include "hardware.hpp"
-#include "options.hpp"
-
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <vector>
+
+#include "control.hpp"
+#include "hardware.hpp"
+#include "options.hpp"
 
 namespace basp::validate {
 
@@ -36,8 +36,8 @@ inline float check_value(int src, int dst, long e) {
 struct CommRow {
   std::string mode;  // global | grouped
   int group_size = 0, groups = 0;
-  double bytes = 0;  // per-rank send buffer
-  long count = 0;    // fp32 elements in it
+  double bytes = 0;                           // per-rank send buffer
+  long count = 0;                             // fp32 elements in it
   double min_s = 0, median_s = 0, max_s = 0;  // per iteration: the slowest rank
   std::vector<double> times_s;                // per iteration, slowest rank
   long wrong = 0;

@@ -2,6 +2,11 @@
 // strategy, timed on every rank at once (as in training), reported as achieved FLOP/s.
 #pragma once
 
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "attention_layer.hpp"
 #include "control.hpp"
 #include "hardware.hpp"
@@ -9,11 +14,6 @@
 #include "json_output.hpp"
 #include "options.hpp"
 #include "stats.hpp"
-
-#include <cstdio>
-#include <iostream>
-#include <sstream>
-#include <nlohmann/json.hpp>
 
 namespace basp::validate {
 
@@ -24,11 +24,17 @@ inline double attention_forward_flops(const kernels::AttentionShape& a) {
 }
 
 template <class Ops>
-int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const std::string& precision, Ops& ops) {
+int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const std::string& precision,
+                    Ops& ops) {
   const int N = o.compute_ranks > 0 ? o.compute_ranks : ctl.size();
   for (LayerStrategy s : o.strategies) check_layer_problem(s, o.shape, N);
   auto json = open_json_output(o.json_path, ctl);
-  struct Op { const char* name; Phase phase; double flops; std::string shape; };
+  struct Op {
+    const char* name;
+    Phase phase;
+    double flops;
+    std::string shape;
+  };
   nlohmann::json results = nlohmann::json::array();
   std::ostringstream table;
   char b[320];
@@ -36,7 +42,8 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
     const RankPlan plan = plan_rank(s, o.shape, N, 0);
     AttentionLayer<Ops> L(ops, o.shape, plan);
     ops.upload(L.x, token_slice(o.seed, InputTensor::x, o.shape, plan));
-    const double T = double(L.T), D = double(L.D), H = o.shape.heads, Hk = o.shape.kv_heads, dh = double(L.dh);
+    const double T = double(L.T), D = double(L.D), H = o.shape.heads, Hk = o.shape.kv_heads,
+                 dh = double(L.dh);
     const kernels::AttentionShape a = L.attention_shape();
     const double fwd = attention_forward_flops(a);
     const std::vector<Op> ops_list = {
@@ -44,12 +51,12 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
          std::to_string(L.T) + "x" + std::to_string(L.D) + " . " + std::to_string(L.D) + "x(" +
              std::to_string(long(H + 2 * Hk)) + "*" + std::to_string(L.dh) + ")"},
         {"gemm_out", Phase::out_proj, 2 * T * H * dh * D,
-         std::to_string(L.T) + "x" + std::to_string(long(H * dh)) + " . " + std::to_string(long(H * dh)) + "x" +
-             std::to_string(L.D)},
+         std::to_string(L.T) + "x" + std::to_string(long(H * dh)) + " . " + std::to_string(long(H * dh)) +
+             "x" + std::to_string(L.D)},
         {"gemm_bwd", Phase::qkv_proj_bwd, 2 * 2 * T * D * (2 * H + 2 * Hk) * dh, "dgrad + wgrad of both"},
         {"attn_fwd", Phase::attn_fwd, fwd,
-         std::to_string(a.nseq) + " seq x " + std::to_string(a.seq) + " tok x " + std::to_string(a.q_heads) + "/" +
-             std::to_string(a.kv_heads) + " heads x " + std::to_string(a.head_dim)},
+         std::to_string(a.nseq) + " seq x " + std::to_string(a.seq) + " tok x " + std::to_string(a.q_heads) +
+             "/" + std::to_string(a.kv_heads) + " heads x " + std::to_string(a.head_dim)},
         {"attn_bwd", Phase::attn_bwd, 2.5 * fwd, "as attn_fwd"}};
     std::vector<double> mine;
     for (int it = 0; it < o.warmup + o.iters; ++it) {
@@ -89,11 +96,18 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
       for (std::size_t i = 0; i < all.size(); i += kPhases) samples.push_back(all[i + std::size_t(op.phase)]);
       const Stats st = stats_of(samples);
       const double tflops = op.flops / st.median / 1e12;
-      std::snprintf(b, sizeof b, " %9s %9s %14.4e %10.1f %10.1f %10.1f %10.3f   %s\n", strategy_name(s).c_str(), op.name,
-                    op.flops, st.min * 1e6, st.median * 1e6, st.max * 1e6, tflops, op.shape.c_str());
+      std::snprintf(b, sizeof b, " %9s %9s %14.4e %10.1f %10.1f %10.1f %10.3f   %s\n",
+                    strategy_name(s).c_str(), op.name, op.flops, st.min * 1e6, st.median * 1e6, st.max * 1e6,
+                    tflops, op.shape.c_str());
       table << b;
-      results.push_back({{"strategy", strategy_name(s)}, {"op", op.name}, {"shape", op.shape}, {"flops", op.flops},
-                         {"min_s", st.min}, {"median_s", st.median}, {"max_s", st.max}, {"tflops", tflops},
+      results.push_back({{"strategy", strategy_name(s)},
+                         {"op", op.name},
+                         {"shape", op.shape},
+                         {"flops", op.flops},
+                         {"min_s", st.min},
+                         {"median_s", st.median},
+                         {"max_s", st.max},
+                         {"tflops", tflops},
                          {"times_s", samples}});
     }
   }
@@ -101,22 +115,30 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
     const LayerShape& sh = o.shape;
     std::cout << "# basp-validate compute: one rank's GEMMs and attention, all ranks at once\n";
     for (const auto& line : header_lines(hw)) std::cout << "#  " << line << "\n";
-    std::cout << "#  model " << o.model << ": heads " << sh.heads << ", kv heads " << sh.kv_heads << ", head dim "
-              << sh.head_dim << ", hidden " << sh.hidden << ", seq " << sh.seq << ", micro-batch " << sh.batch
-              << ", shapes of N = " << N << " ranks; precision " << precision << "\n";
-    std::cout << "#  attention FLOPs: causal pairs only; attn_bwd counts 2.5x forward (scores recomputed)\n#\n";
-    std::snprintf(b, sizeof b, "#%9s %9s %14s %10s %10s %10s %10s   %s\n", "strategy", "op", "flops", "min", "median",
-                  "max", "achieved", "shape");
+    std::cout << "#  model " << o.model << ": heads " << sh.heads << ", kv heads " << sh.kv_heads
+              << ", head dim " << sh.head_dim << ", hidden " << sh.hidden << ", seq " << sh.seq
+              << ", micro-batch " << sh.batch << ", shapes of N = " << N << " ranks; precision " << precision
+              << "\n";
+    std::cout
+        << "#  attention FLOPs: causal pairs only; attn_bwd counts 2.5x forward (scores recomputed)\n#\n";
+    std::snprintf(b, sizeof b, "#%9s %9s %14s %10s %10s %10s %10s   %s\n", "strategy", "op", "flops", "min",
+                  "median", "max", "achieved", "shape");
     std::cout << b;
-    std::snprintf(b, sizeof b, "#%9s %9s %14s %10s %10s %10s %10s\n", "", "", "(FLOP)", "(us)", "(us)", "(us)",
-                  "(TFLOP/s)");
+    std::snprintf(b, sizeof b, "#%9s %9s %14s %10s %10s %10s %10s\n", "", "", "(FLOP)", "(us)", "(us)",
+                  "(us)", "(TFLOP/s)");
     std::cout << b << table.str() << std::flush;
-    nlohmann::json config = {{"model", o.model}, {"precision", precision}, {"heads", sh.heads},
-                             {"kv_heads", sh.kv_heads}, {"head_dim", sh.head_dim}, {"hidden", sh.hidden},
-                             {"seq", sh.seq}, {"batch", sh.batch}, {"ranks", N}, {"warmup", o.warmup},
-                             {"iters", o.iters}, {"attention_tile", o.attention_tile}};
-    write_json_output(json.get(), {{"schema", "basp-measurements"}, {"schema_version", 1}, {"command", "compute"},
-                                   {"config", config}, {"hardware", to_json(hw)}, {"results", results}, {"ok", true}});
+    nlohmann::json config = {
+        {"model", o.model},        {"precision", precision},  {"heads", sh.heads},
+        {"kv_heads", sh.kv_heads}, {"head_dim", sh.head_dim}, {"hidden", sh.hidden},
+        {"seq", sh.seq},           {"batch", sh.batch},       {"ranks", N},
+        {"warmup", o.warmup},      {"iters", o.iters},        {"attention_tile", o.attention_tile}};
+    write_json_output(json.get(), {{"schema", "basp-measurements"},
+                                   {"schema_version", 1},
+                                   {"command", "compute"},
+                                   {"config", config},
+                                   {"hardware", to_json(hw)},
+                                   {"results", results},
+                                   {"ok", true}});
   }
   return 0;
 }

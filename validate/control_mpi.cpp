@@ -9,7 +9,8 @@ namespace basp::validate {
 
 namespace {
 int count_of(std::size_t bytes) {
-  if (bytes > std::size_t(INT_MAX)) throw std::runtime_error("message over 2 GiB: use a smaller --seq or --batch for checking");
+  if (bytes > std::size_t(INT_MAX))
+    throw std::runtime_error("message over 2 GiB: use a smaller --seq or --batch for checking");
   return int(bytes);
 }
 }  // namespace
@@ -21,9 +22,13 @@ MpiControl::MpiControl(int* argc, char*** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
-MpiControl::~MpiControl() { MPI_Finalize(); }
+MpiControl::~MpiControl() {
+  MPI_Finalize();
+}
 
-void MpiControl::barrier() { MPI_Barrier(MPI_COMM_WORLD); }
+void MpiControl::barrier() {
+  MPI_Barrier(MPI_COMM_WORLD);
+}
 
 void MpiControl::gather(const void* mine, std::size_t bytes, void* all) {
   const int n = count_of(bytes);

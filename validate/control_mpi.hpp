@@ -2,9 +2,9 @@
 // Only the MPI-enabled runner includes this; the single-process GPU runner has no MPI at all.
 #pragma once
 
-#include "control.hpp"
-
 #include <mpi.h>
+
+#include "control.hpp"
 
 namespace basp::validate {
 

@@ -2,10 +2,10 @@
 // team (a barrier and exchange slots). No MPI anywhere, so it starts on nodes without MPI.
 #pragma once
 
-#include "control.hpp"
-
 #include <barrier>
 #include <vector>
+
+#include "control.hpp"
 
 namespace basp::validate {
 

@@ -2,15 +2,15 @@
 // MPI_Alltoall over the group's communicator, guarded by the watchdog.
 #include "cpu_ops.hpp"
 
-#include "cpu_kernels.hpp"
-
 #include <Eigen/Core>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
-#include <thread>
 #include <stdexcept>
 #include <string>
+#include <thread>
+
+#include "cpu_kernels.hpp"
 
 namespace basp::validate {
 
@@ -33,27 +33,38 @@ void CpuOps::gemm(Trans ta, Trans tb, long m, long n, long k, const Buffer& a, c
   const ConstMap A(a.data(), ta == Trans::no ? m : k, ta == Trans::no ? k : m);
   const ConstMap B(b.data(), tb == Trans::no ? k : n, tb == Trans::no ? n : k);
   Eigen::Map<RowMat> C(c.data(), m, n);
-  if (beta == 0.0f) C.setZero(); else C *= beta;
-  if (ta == Trans::no && tb == Trans::no) C.noalias() += A * B;
-  else if (ta == Trans::no) C.noalias() += A * B.transpose();
-  else if (tb == Trans::no) C.noalias() += A.transpose() * B;
-  else C.noalias() += A.transpose() * B.transpose();
+  if (beta == 0.0f)
+    C.setZero();
+  else
+    C *= beta;
+  if (ta == Trans::no && tb == Trans::no)
+    C.noalias() += A * B;
+  else if (ta == Trans::no)
+    C.noalias() += A * B.transpose();
+  else if (tb == Trans::no)
+    C.noalias() += A.transpose() * B;
+  else
+    C.noalias() += A.transpose() * B.transpose();
 }
 
 void CpuOps::rotary(Buffer& x, const kernels::ExchangeShape& s, long heads, long first_position, double theta,
                     bool inverse) {
   kernels::cpu::rotary(x.data(), s, heads, first_position, theta, inverse);
 }
-void CpuOps::scatter_heads_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s, long heads) {
+void CpuOps::scatter_heads_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s,
+                                    long heads) {
   kernels::cpu::scatter_heads_to_peers(src.data(), send.data(), s, heads);
 }
-void CpuOps::gather_tokens_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s, long hp) {
+void CpuOps::gather_tokens_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s,
+                                      long hp) {
   kernels::cpu::gather_tokens_from_peers(recv.data(), dst.data(), s, hp);
 }
-void CpuOps::scatter_tokens_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s, long hp) {
+void CpuOps::scatter_tokens_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s,
+                                     long hp) {
   kernels::cpu::scatter_tokens_to_peers(src.data(), send.data(), s, hp);
 }
-void CpuOps::gather_heads_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s, long heads) {
+void CpuOps::gather_heads_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s,
+                                     long heads) {
   kernels::cpu::gather_heads_from_peers(recv.data(), dst.data(), s, heads);
 }
 void CpuOps::attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, Buffer& o, Buffer& lse,
@@ -69,7 +80,8 @@ void CpuOps::attention_backward(const Buffer& q, const Buffer& k, const Buffer& 
 
 void CpuOps::all_to_all(const Buffer& send, Buffer& recv, long per_peer, Phase p) {
   if (per_peer > long(INT_MAX))
-    throw std::runtime_error("all-to-all of " + std::to_string(per_peer) + " elements per peer exceeds MPI's int count");
+    throw std::runtime_error("all-to-all of " + std::to_string(per_peer) +
+                             " elements per peer exceeds MPI's int count");
   stall_if_asked(world_rank);
   if (watchdog) watchdog->arm("MPI_Alltoall " + std::string(kPhaseNames[int(p)]));
   MPI_Alltoall(send.data(), int(per_peer), MPI_FLOAT, recv.data(), int(per_peer), MPI_FLOAT, group);

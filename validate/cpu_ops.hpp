@@ -2,12 +2,13 @@
 // kernels of kernels/, MPI_Alltoall on the rank's group communicator, steady-clock phase timing.
 #pragma once
 
-#include "attention_layer.hpp"
-#include "watchdog.hpp"
+#include <mpi.h>
 
 #include <chrono>
-#include <mpi.h>
 #include <vector>
+
+#include "attention_layer.hpp"
+#include "watchdog.hpp"
 
 namespace basp::validate {
 
@@ -28,16 +29,19 @@ struct CpuOps {
   void start_iteration() { times = {}; }
   PhaseTimes finish_iteration() { return times; }
 
-  void gemm(Trans ta, Trans tb, long m, long n, long k, const Buffer& a, const Buffer& b, Buffer& c, float beta);
-  void rotary(Buffer& x, const kernels::ExchangeShape& s, long heads, long first_position, double theta, bool inverse);
+  void gemm(Trans ta, Trans tb, long m, long n, long k, const Buffer& a, const Buffer& b, Buffer& c,
+            float beta);
+  void rotary(Buffer& x, const kernels::ExchangeShape& s, long heads, long first_position, double theta,
+              bool inverse);
   void scatter_heads_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s, long heads);
   void gather_tokens_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s, long hp);
   void scatter_tokens_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s, long hp);
   void gather_heads_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s, long heads);
   void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, Buffer& o, Buffer& lse,
                          const kernels::AttentionShape& a);
-  void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o, const Buffer& dout,
-                          const Buffer& lse, Buffer& dq, Buffer& dk, Buffer& dv, const kernels::AttentionShape& a);
+  void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
+                          const Buffer& dout, const Buffer& lse, Buffer& dq, Buffer& dk, Buffer& dv,
+                          const kernels::AttentionShape& a);
   void all_to_all(const Buffer& send, Buffer& recv, long per_peer, Phase p);
 
   void begin(Phase) { started = std::chrono::steady_clock::now(); }

@@ -2,13 +2,14 @@
 // the kernels of kernels/cuda_kernels.hpp, NCCL grouped send/recv all-to-all, CUDA-event phase timing.
 #pragma once
 
-#include "attention_layer.hpp"
-#include "cuda_kernels.hpp"
-
 #include <cublas_v2.h>
 #include <nccl.h>
+
 #include <string>
 #include <vector>
+
+#include "attention_layer.hpp"
+#include "cuda_kernels.hpp"
 
 namespace basp::validate {
 
@@ -23,7 +24,10 @@ struct DeviceBuffer {
   std::size_t bytes = 0;
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t size_bytes);
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr(o.ptr), bytes(o.bytes) { o.ptr = nullptr; o.bytes = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr(o.ptr), bytes(o.bytes) {
+    o.ptr = nullptr;
+    o.bytes = 0;
+  }
   kernels::cuda::bf16* bf16() const { return static_cast<kernels::cuda::bf16*>(ptr); }
   float* fp32() const { return static_cast<float*>(ptr); }
   std::size_t bf16_count() const { return bytes / 2; }
@@ -35,7 +39,8 @@ struct DeviceBuffer {
 
 // Waits for `stream` while watching `comm` for NCCL errors; after timeout_s (0: forever) it
 // aborts the communicator, prints what hung and exits 1, as the MPI watchdog does.
-void wait_for_exchange(cudaStream_t stream, ncclComm_t comm, double timeout_s, int rank, const std::string& what);
+void wait_for_exchange(cudaStream_t stream, ncclComm_t comm, double timeout_s, int rank,
+                       const std::string& what);
 
 struct CudaOps {
   using Buffer = DeviceBuffer;
@@ -45,7 +50,7 @@ struct CudaOps {
   ncclComm_t group = nullptr;  // this rank's all-to-all group; owned
   double timeout_s = 0;
   int attention_tile = 64;
-  DeviceBuffer workspace;      // attention backward's fp32 row sums, grown on demand
+  DeviceBuffer workspace;  // attention backward's fp32 row sums, grown on demand
   std::vector<cudaEvent_t> starts, stops;
   std::vector<bool> recorded;
 
@@ -64,16 +69,19 @@ struct CudaOps {
   void begin(Phase p);
   void end(Phase p);
 
-  void gemm(Trans ta, Trans tb, long m, long n, long k, const Buffer& a, const Buffer& b, Buffer& c, float beta);
-  void rotary(Buffer& x, const kernels::ExchangeShape& s, long heads, long first_position, double theta, bool inverse);
+  void gemm(Trans ta, Trans tb, long m, long n, long k, const Buffer& a, const Buffer& b, Buffer& c,
+            float beta);
+  void rotary(Buffer& x, const kernels::ExchangeShape& s, long heads, long first_position, double theta,
+              bool inverse);
   void scatter_heads_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s, long heads);
   void gather_tokens_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s, long hp);
   void scatter_tokens_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s, long hp);
   void gather_heads_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s, long heads);
   void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, Buffer& o, Buffer& lse,
                          const kernels::AttentionShape& a);
-  void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o, const Buffer& dout,
-                          const Buffer& lse, Buffer& dq, Buffer& dk, Buffer& dv, const kernels::AttentionShape& a);
+  void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
+                          const Buffer& dout, const Buffer& lse, Buffer& dq, Buffer& dk, Buffer& dv,
+                          const kernels::AttentionShape& a);
   void all_to_all(const Buffer& send, Buffer& recv, long per_peer, Phase p);
 };
 

@@ -2,9 +2,10 @@
 // by the CUDA runner, the MPI field by the MPI runner.
 #include "hardware.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <thread>
-#include <unistd.h>
 
 namespace basp::validate {
 
@@ -28,8 +29,11 @@ void fill_cpu(Hardware& h) {
 }
 
 nlohmann::json to_json(const Hardware& h) {
-  nlohmann::json j = {{"backend", h.backend}, {"launcher", h.launcher}, {"hosts", h.hosts},
-                      {"cpu_model", h.cpu_model}, {"cpu_threads", h.cpu_threads}};
+  nlohmann::json j = {{"backend", h.backend},
+                      {"launcher", h.launcher},
+                      {"hosts", h.hosts},
+                      {"cpu_model", h.cpu_model},
+                      {"cpu_threads", h.cpu_threads}};
   if (!h.mpi_library.empty()) j["mpi_library"] = h.mpi_library;
   if (!h.devices.empty()) {
     j["devices"] = h.devices;

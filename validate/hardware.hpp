@@ -9,13 +9,13 @@
 namespace basp::validate {
 
 struct Hardware {
-  std::string backend;                // cpu | cuda
-  std::string launcher;               // mpi | threads
-  std::vector<std::string> hosts;     // per rank
+  std::string backend;             // cpu | cuda
+  std::string launcher;            // mpi | threads
+  std::vector<std::string> hosts;  // per rank
   std::string cpu_model;
   int cpu_threads = 0;
-  std::string mpi_library;            // empty without MPI
-  std::vector<std::string> devices;   // per rank: "GPU 0: NVIDIA H200 (sm_90, 139 GiB)"
+  std::string mpi_library;           // empty without MPI
+  std::vector<std::string> devices;  // per rank: "GPU 0: NVIDIA H200 (sm_90, 139 GiB)"
   std::string cuda_driver, cuda_runtime, nccl, cublas;
 };
 

@@ -24,18 +24,29 @@ double input_value(std::uint64_t seed, InputTensor t, std::uint64_t index, doubl
 
 double input_scale(InputTensor t, const LayerShape& s) {
   switch (t) {
-    case InputTensor::wq: case InputTensor::wk: case InputTensor::wv: return 1.0 / std::sqrt(double(s.hidden));
-    case InputTensor::wo: return 1.0 / std::sqrt(double(s.q_width()));
-    default: return 1.0;
+    case InputTensor::wq:
+    case InputTensor::wk:
+    case InputTensor::wv:
+      return 1.0 / std::sqrt(double(s.hidden));
+    case InputTensor::wo:
+      return 1.0 / std::sqrt(double(s.q_width()));
+    default:
+      return 1.0;
   }
 }
 
-long weight_rows(InputTensor t, const LayerShape& s) { return t == InputTensor::wo ? s.q_width() : s.hidden; }
+long weight_rows(InputTensor t, const LayerShape& s) {
+  return t == InputTensor::wo ? s.q_width() : s.hidden;
+}
 long weight_cols(InputTensor t, const LayerShape& s) {
   switch (t) {
-    case InputTensor::wq: return s.q_width();
-    case InputTensor::wk: case InputTensor::wv: return s.kv_width();
-    default: return s.hidden;
+    case InputTensor::wq:
+      return s.q_width();
+    case InputTensor::wk:
+    case InputTensor::wv:
+      return s.kv_width();
+    default:
+      return s.hidden;
   }
 }
 
@@ -47,8 +58,7 @@ std::vector<float> weight(std::uint64_t seed, InputTensor t, const LayerShape& s
   return w;
 }
 
-std::vector<float> token_slice(std::uint64_t seed, InputTensor t, const LayerShape& s,
-                               const RankPlan& p) {
+std::vector<float> token_slice(std::uint64_t seed, InputTensor t, const LayerShape& s, const RankPlan& p) {
   const auto& e = p.exchange;
   std::vector<float> out(e.tokens() * s.hidden);
   const double scale = input_scale(t, s);

@@ -2,10 +2,10 @@
 // element by element from a seed so that every rank makes exactly its own slice, and the reference all of it.
 #pragma once
 
-#include "layer_config.hpp"
-
 #include <cstdint>
 #include <vector>
+
+#include "layer_config.hpp"
 
 namespace basp::validate {
 

@@ -2,9 +2,9 @@
 // together instead of leaving the others waiting in a collective.
 #include "json_output.hpp"
 
-#include "input_error.hpp"
-
 #include <cstring>
+
+#include "input_error.hpp"
 
 namespace basp::validate {
 

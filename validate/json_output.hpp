@@ -2,12 +2,12 @@
 // usage error, exit 2, not a lost run), written once at the end.
 #pragma once
 
-#include "control.hpp"
-
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "control.hpp"
 
 namespace basp::validate {
 

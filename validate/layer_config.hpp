@@ -2,9 +2,9 @@
 // of it holds under Ulysses (1/N of every sequence) or BASP (1/K of one sequence, K = N/B).
 #pragma once
 
-#include "layouts.hpp"
-
 #include <string>
+
+#include "layouts.hpp"
 
 namespace basp::validate {
 
@@ -16,8 +16,8 @@ struct LayerShape {
   int kv_heads = 0;
   long head_dim = 0;
   long hidden = 0;
-  long seq = 0;          // tokens of one sequence (S)
-  int batch = 1;         // sequences in the micro-batch (B)
+  long seq = 0;   // tokens of one sequence (S)
+  int batch = 1;  // sequences in the micro-batch (B)
   double rope_theta = 10000.0;
   long q_width() const { return long(heads) * head_dim; }
   long kv_width() const { return long(kv_heads) * head_dim; }

@@ -2,9 +2,9 @@
 // over every (rank, iteration) sample, so max shows the slowest rank's worst iteration.
 #include "layer_report.hpp"
 
-#include "stats.hpp"
-
 #include <cstdio>
+
+#include "stats.hpp"
 
 namespace basp::validate {
 
@@ -39,14 +39,16 @@ std::vector<double> total_samples(const StrategyMeasurement& m, bool only_a2a) {
   return v;
 }
 
-void row(std::ostream& out, const StrategyMeasurement& m, const std::string& name, const Stats& st, double bytes) {
+void row(std::ostream& out, const StrategyMeasurement& m, const std::string& name, const Stats& st,
+         double bytes) {
   char b[256];
   const bool a2a = bytes > 0;
   const double algbw = a2a ? bytes / st.median / 1e9 : 0;
   const double busbw = algbw * double(m.group_size - 1) / double(m.group_size);
-  std::snprintf(b, sizeof b, "%10s %6d %14s %12s %11.1f %11.1f %11.1f %8s %8s\n", strategy_name(m.strategy).c_str(),
-                m.group_size, name.c_str(), a2a ? fmt("%.0f", bytes).c_str() : "-", st.min * 1e6, st.median * 1e6,
-                st.max * 1e6, a2a ? fmt("%.2f", algbw).c_str() : "-", a2a ? fmt("%.2f", busbw).c_str() : "-");
+  std::snprintf(b, sizeof b, "%10s %6d %14s %12s %11.1f %11.1f %11.1f %8s %8s\n",
+                strategy_name(m.strategy).c_str(), m.group_size, name.c_str(),
+                a2a ? fmt("%.0f", bytes).c_str() : "-", st.min * 1e6, st.median * 1e6, st.max * 1e6,
+                a2a ? fmt("%.2f", algbw).c_str() : "-", a2a ? fmt("%.2f", busbw).c_str() : "-");
   out << b;
 }
 }  // namespace
@@ -55,38 +57,41 @@ void print_layer_table(std::ostream& out, const LayerReport& r) {
   const LayerShape& s = r.options.shape;
   out << "# basp-validate layer: the attention layer forward + backward, per phase\n";
   for (const auto& line : header_lines(r.hardware)) out << "#  " << line << "\n";
-  out << "#  model " << r.model << ": heads " << s.heads << ", kv heads " << s.kv_heads << ", head dim " << s.head_dim
-      << ", hidden " << s.hidden << ", seq " << s.seq << " tokens, micro-batch " << s.batch << ", rope theta "
-      << s.rope_theta << "\n";
+  out << "#  model " << r.model << ": heads " << s.heads << ", kv heads " << s.kv_heads << ", head dim "
+      << s.head_dim << ", hidden " << s.hidden << ", seq " << s.seq << " tokens, micro-batch " << s.batch
+      << ", rope theta " << s.rope_theta << "\n";
   out << "#  precision " << r.precision << ", attention key tile " << r.attention_tile << ", warm-up "
       << r.options.warmup << ", timed iterations " << r.options.iters << ", seed " << r.options.seed
       << ", watchdog " << (r.timeout_s > 0 ? fmt("%g s", r.timeout_s) : std::string("off")) << "\n";
   out << "#  statistics over iterations x ranks; bytes = one rank's send buffer; busbw = algbw (P-1)/P\n#\n";
   char b[256];
-  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s\n", "strategy", "group", "phase", "bytes",
-                "min", "median", "max", "algbw", "busbw");
+  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s\n", "strategy", "group", "phase",
+                "bytes", "min", "median", "max", "algbw", "busbw");
   out << b;
-  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s\n", "", "(P)", "", "(B)", "(us)", "(us)",
-                "(us)", "(GB/s)", "(GB/s)");
+  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s\n", "", "(P)", "", "(B)", "(us)",
+                "(us)", "(us)", "(GB/s)", "(GB/s)");
   out << b;
   for (const auto& m : r.runs) {
-    for (int p = 0; p < kPhases; ++p) row(out, m, std::string(kPhaseNames[p]), stats_of(phase_samples(m, p)), m.send_bytes[p]);
+    for (int p = 0; p < kPhases; ++p)
+      row(out, m, std::string(kPhaseNames[p]), stats_of(phase_samples(m, p)), m.send_bytes[p]);
     row(out, m, "a2a_total", stats_of(total_samples(m, true)), 0);
     row(out, m, "layer_total", stats_of(total_samples(m, false)), 0);
   }
   if (!r.checks.empty() && !r.checks.front().empty()) {
     out << "#\n# check against the double-precision single-device reference (relative L2 error)\n";
-    std::snprintf(b, sizeof b, "#%9s %8s %12s %12s %12s %8s\n", "strategy", "tensor", "rel_l2", "max_abs", "tolerance",
-                  "result");
+    std::snprintf(b, sizeof b, "#%9s %8s %12s %12s %12s %8s\n", "strategy", "tensor", "rel_l2", "max_abs",
+                  "tolerance", "result");
     out << b;
     for (std::size_t i = 0; i < r.runs.size(); ++i)
       for (const auto& c : r.checks[i]) {
-        std::snprintf(b, sizeof b, " %9s %8s %12.3e %12.3e %12.1e %8s\n", strategy_name(r.runs[i].strategy).c_str(),
-                      c.name.c_str(), c.rel_l2, c.max_abs, c.tolerance, c.ok() ? "OK" : "FAILED");
+        std::snprintf(b, sizeof b, " %9s %8s %12.3e %12.3e %12.1e %8s\n",
+                      strategy_name(r.runs[i].strategy).c_str(), c.name.c_str(), c.rel_l2, c.max_abs,
+                      c.tolerance, c.ok() ? "OK" : "FAILED");
         out << b;
       }
     if (r.strategies_max_abs_diff)
-      out << "# ulysses vs basp: largest absolute difference " << fmt("%.3e", *r.strategies_max_abs_diff) << "\n";
+      out << "# ulysses vs basp: largest absolute difference " << fmt("%.3e", *r.strategies_max_abs_diff)
+          << "\n";
     out << "# Check: " << (r.ok() ? "OK" : "FAILED") << "\n";
   } else {
     out << "#\n# Check: not run (--no-check)\n";
@@ -95,12 +100,22 @@ void print_layer_table(std::ostream& out, const LayerReport& r) {
 
 nlohmann::json layer_json(const LayerReport& r) {
   const LayerShape& s = r.options.shape;
-  nlohmann::json config = {{"model", r.model},         {"precision", r.precision}, {"heads", s.heads},
-                           {"kv_heads", s.kv_heads},   {"head_dim", s.head_dim},   {"hidden", s.hidden},
-                           {"seq", s.seq},             {"batch", s.batch},         {"rope_theta", s.rope_theta},
-                           {"seed", r.options.seed},   {"warmup", r.options.warmup}, {"iters", r.options.iters},
-                           {"check", r.options.check}, {"attention_tile", r.attention_tile},
-                           {"timeout_s", r.timeout_s}, {"ranks", r.hardware.hosts.size()}};
+  nlohmann::json config = {{"model", r.model},
+                           {"precision", r.precision},
+                           {"heads", s.heads},
+                           {"kv_heads", s.kv_heads},
+                           {"head_dim", s.head_dim},
+                           {"hidden", s.hidden},
+                           {"seq", s.seq},
+                           {"batch", s.batch},
+                           {"rope_theta", s.rope_theta},
+                           {"seed", r.options.seed},
+                           {"warmup", r.options.warmup},
+                           {"iters", r.options.iters},
+                           {"check", r.options.check},
+                           {"attention_tile", r.attention_tile},
+                           {"timeout_s", r.timeout_s},
+                           {"ranks", r.hardware.hosts.size()}};
   nlohmann::json results = nlohmann::json::array();
   for (std::size_t i = 0; i < r.runs.size(); ++i) {
     const auto& m = r.runs[i];
@@ -113,23 +128,34 @@ nlohmann::json layer_json(const LayerReport& r) {
         for (int it = 0; it < m.iters; ++it) its.push_back(m.samples[std::size_t(rank * m.iters + it)][p]);
         per_rank.push_back(its);
       }
-      phases.push_back({{"name", kPhaseNames[p]}, {"all_to_all", is_all_to_all(Phase(p))},
-                        {"backward", is_backward(Phase(p))}, {"send_bytes", m.send_bytes[p]},
-                        {"min_s", st.min}, {"median_s", st.median}, {"max_s", st.max}, {"times_s", per_rank}});
+      phases.push_back({{"name", kPhaseNames[p]},
+                        {"all_to_all", is_all_to_all(Phase(p))},
+                        {"backward", is_backward(Phase(p))},
+                        {"send_bytes", m.send_bytes[p]},
+                        {"min_s", st.min},
+                        {"median_s", st.median},
+                        {"max_s", st.max},
+                        {"times_s", per_rank}});
     }
     nlohmann::json checks = nlohmann::json::array();
     if (i < r.checks.size())
       for (const auto& c : r.checks[i])
-        checks.push_back({{"tensor", c.name}, {"rel_l2", c.rel_l2}, {"max_abs", c.max_abs},
-                          {"tolerance", c.tolerance}, {"ok", c.ok()}});
+        checks.push_back({{"tensor", c.name},
+                          {"rel_l2", c.rel_l2},
+                          {"max_abs", c.max_abs},
+                          {"tolerance", c.tolerance},
+                          {"ok", c.ok()}});
     const Stats a2a = stats_of(total_samples(m, true)), total = stats_of(total_samples(m, false));
-    results.push_back({{"strategy", strategy_name(m.strategy)}, {"group_size", m.group_size},
-                       {"a2a_median_s", a2a.median}, {"layer_median_s", total.median},
-                       {"phases", phases}, {"checks", checks}});
+    results.push_back({{"strategy", strategy_name(m.strategy)},
+                       {"group_size", m.group_size},
+                       {"a2a_median_s", a2a.median},
+                       {"layer_median_s", total.median},
+                       {"phases", phases},
+                       {"checks", checks}});
   }
-  nlohmann::json j = {{"schema", "basp-measurements"}, {"schema_version", 1}, {"command", "layer"},
-                      {"config", config}, {"hardware", to_json(r.hardware)}, {"results", results},
-                      {"ok", r.ok()}};
+  nlohmann::json j = {
+      {"schema", "basp-measurements"},   {"schema_version", 1}, {"command", "layer"}, {"config", config},
+      {"hardware", to_json(r.hardware)}, {"results", results},  {"ok", r.ok()}};
   if (r.strategies_max_abs_diff) j["ulysses_vs_basp_max_abs_diff"] = *r.strategies_max_abs_diff;
   return j;
 }

@@ -2,13 +2,13 @@
 // iterations, per-phase times and (when checking) the outputs and gradients gathered to rank 0.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "attention_layer.hpp"
 #include "control.hpp"
 #include "inputs.hpp"
 #include "reference.hpp"
-
-#include <cstdint>
-#include <vector>
 
 namespace basp::validate {
 
@@ -25,9 +25,9 @@ struct StrategyMeasurement {
   int group_size = 0;
   int ranks = 0;
   int iters = 0;
-  std::vector<PhaseTimes> samples;   // rank 0 only: [rank][iteration], rank-major
+  std::vector<PhaseTimes> samples;           // rank 0 only: [rank][iteration], rank-major
   std::array<double, kPhases> send_bytes{};  // per rank, for the all-to-all phases
-  LayerResult gathered;              // rank 0 only, when checking: global y, dx, weight gradients
+  LayerResult gathered;                      // rank 0 only, when checking: global y, dx, weight gradients
 };
 
 template <class Ops>

@@ -1,10 +1,10 @@
 // basp-validate-local: the runner without MPI. One process drives every local GPU, one thread and
 // one rank per GPU (like nccl-tests -g), so it starts on GPU nodes where no MPI is installed.
+#include <iostream>
+
 #include "input_error.hpp"
 #include "options.hpp"
 #include "runners.hpp"
-
-#include <iostream>
 
 int main(int argc, char** argv) {
   using namespace basp::validate;

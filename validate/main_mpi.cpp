@@ -1,13 +1,13 @@
 // basp-validate: the measurement runner, launched by mpirun / srun (or run alone as one rank).
 // Every rank parses the same options; rank 0 speaks; bad input exits 2 on every rank together.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
 #include "control_mpi.hpp"
 #include "input_error.hpp"
 #include "options.hpp"
 #include "runners.hpp"
-
-#include <cstdio>
-#include <exception>
-#include <iostream>
 
 int main(int argc, char** argv) {
   using namespace basp::validate;
@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   try {
     if (o.backend == Backend::cpu) return run_cpu(o, ctl);
     std::string why;
-    if (!cuda_backend_built(&why)) throw basp::InputError("", 0, "--backend", "cuda is not available: " + why);
+    if (!cuda_backend_built(&why))
+      throw basp::InputError("", 0, "--backend", "cuda is not available: " + why);
     return run_cuda(o, ctl, ctl.local_rank());
   } catch (const basp::InputError& e) {
     if (ctl.rank() == 0) std::cerr << "basp-validate: error: " << e.what() << "\n";

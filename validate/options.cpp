@@ -2,13 +2,13 @@
 // given (models/*.yaml) and override it; without a model a small default shape is used.
 #include "options.hpp"
 
-#include "input_error.hpp"
-#include "model.hpp"
-#include "units.hpp"
-
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <sstream>
+
+#include "input_error.hpp"
+#include "model.hpp"
+#include "units.hpp"
 
 namespace basp::validate {
 
@@ -24,10 +24,14 @@ double parse_size(const std::string& text, const std::string& flag) {
   }
   const std::string suffix = text.substr(used);
   double scale = -1;
-  if (suffix.empty()) scale = 1;
-  else if (suffix == "K" || suffix == "k") scale = 1024;
-  else if (suffix == "M" || suffix == "m") scale = 1048576;
-  else if (suffix == "G" || suffix == "g") scale = 1073741824;
+  if (suffix.empty())
+    scale = 1;
+  else if (suffix == "K" || suffix == "k")
+    scale = 1024;
+  else if (suffix == "M" || suffix == "m")
+    scale = 1048576;
+  else if (suffix == "G" || suffix == "g")
+    scale = 1073741824;
   if (used > 0 && scale > 0 && value > 0) return value * scale;
   if (auto q = parse_quantity(text, Quantity::bytes); q && *q > 0) return *q;
   throw InputError("", 0, flag, "'" + text + "' is not a size (bytes: 8, 1K, 128M, 1G or 64 MiB)");
@@ -43,23 +47,35 @@ struct RawShape {
 };
 
 void add_shape(CLI::App* c, ValidateOptions& o, RawShape& r) {
-  c->add_option("--model", o.model, "A shipped model (models/NAME.yaml) or a model file: heads, KV heads, head dim, hidden");
+  c->add_option("--model", o.model,
+                "A shipped model (models/NAME.yaml) or a model file: heads, KV heads, head dim, hidden");
   c->add_option("--heads", r.heads, "Query heads H (default 16, or the model's)")->check(CLI::PositiveNumber);
-  c->add_option("--kv-heads", r.kv_heads, "KV heads Hkv (default 4, or the model's)")->check(CLI::PositiveNumber);
-  c->add_option("--head-dim", r.head_dim, "Head dimension (default 64, or the model's)")->check(CLI::PositiveNumber);
-  c->add_option("--hidden", r.hidden, "Hidden size (default 512, or the model's)")->check(CLI::PositiveNumber);
+  c->add_option("--kv-heads", r.kv_heads, "KV heads Hkv (default 4, or the model's)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--head-dim", r.head_dim, "Head dimension (default 64, or the model's)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--hidden", r.hidden, "Hidden size (default 512, or the model's)")
+      ->check(CLI::PositiveNumber);
   c->add_option("--seq", r.seq, "Tokens per sequence S (1024, 4K, 16K)")->capture_default_str();
-  c->add_option("--batch,-B", r.batch, "Sequences per micro-batch B")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--batch,-B", r.batch, "Sequences per micro-batch B")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   c->add_option("--rope-theta", r.rope_theta, "Rotary embedding base")->capture_default_str();
   c->add_option("--seed", o.seed, "Seed of the generated inputs")->capture_default_str();
 }
 
 void resolve_shape(ValidateOptions& o, const RawShape& r) {
   LayerShape s;
-  s.heads = 16; s.kv_heads = 4; s.head_dim = 64; s.hidden = 512;
+  s.heads = 16;
+  s.kv_heads = 4;
+  s.head_dim = 64;
+  s.hidden = 512;
   if (o.model != "custom") {
     const ModelSpec m = load_model(o.model);
-    s.heads = m.heads; s.kv_heads = m.kv_heads; s.head_dim = m.head_dim; s.hidden = m.hidden;
+    s.heads = m.heads;
+    s.kv_heads = m.kv_heads;
+    s.head_dim = m.head_dim;
+    s.hidden = m.hidden;
     o.model = m.name;
   }
   if (r.heads) s.heads = r.heads;
@@ -70,59 +86,90 @@ void resolve_shape(ValidateOptions& o, const RawShape& r) {
   s.batch = r.batch;
   s.rope_theta = r.rope_theta;
   o.shape = s;
-  if (r.strategy == "ulysses") o.strategies = {LayerStrategy::ulysses};
-  else if (r.strategy == "basp") o.strategies = {LayerStrategy::basp};
-  else o.strategies = {LayerStrategy::ulysses, LayerStrategy::basp};
+  if (r.strategy == "ulysses")
+    o.strategies = {LayerStrategy::ulysses};
+  else if (r.strategy == "basp")
+    o.strategies = {LayerStrategy::basp};
+  else
+    o.strategies = {LayerStrategy::ulysses, LayerStrategy::basp};
 }
 }  // namespace
 
 int parse_options(int argc, char** argv, ValidateOptions& o, bool speak, bool have_mpi) {
-  CLI::App app{"basp-validate: runs the real Ulysses / BASP attention layer, checks it against a reference and times it"};
+  CLI::App app{
+      "basp-validate: runs the real Ulysses / BASP attention layer, checks it against a reference and times "
+      "it"};
   app.require_subcommand(1);
-  app.footer(have_mpi ? "Launch with mpirun -np N (or srun); --backend cuda takes one GPU per rank.\n"
-                        "Exit codes: 0 ok, 1 the run failed (check mismatch, hung collective), 2 bad input."
-                      : "This build has no MPI: one process drives all local GPUs (--gpus), --backend cuda only.\n"
-                        "Exit codes: 0 ok, 1 the run failed (check mismatch, hung collective), 2 bad input.");
+  app.footer(have_mpi
+                 ? "Launch with mpirun -np N (or srun); --backend cuda takes one GPU per rank.\n"
+                   "Exit codes: 0 ok, 1 the run failed (check mismatch, hung collective), 2 bad input."
+                 : "This build has no MPI: one process drives all local GPUs (--gpus), --backend cuda only.\n"
+                   "Exit codes: 0 ok, 1 the run failed (check mismatch, hung collective), 2 bad input.");
   std::string backend = have_mpi ? "cpu" : "cuda";
   RawShape raw;
   std::string min_b = "1K", max_b = "16M";
   const auto common = [&](CLI::App* c) {
     c->add_option("--backend", backend, "cpu (Eigen + MPI, fp32) or cuda (cuBLAS + kernels + NCCL, bf16)")
-        ->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));
-    c->add_option("--json", o.json_path, "Also write the measurements (schema basp-measurements v1) to this file");
-    c->add_option("--timeout", o.timeout_s, "Seconds a collective may take before the watchdog aborts the run (0: off)")
-        ->capture_default_str()->check(CLI::NonNegativeNumber);
-    c->add_option("--warmup,-w", o.warmup, "Untimed warm-up iterations")->capture_default_str()->check(CLI::NonNegativeNumber);
-    c->add_option("--iters,-n", o.iters, "Timed iterations")->capture_default_str()->check(CLI::PositiveNumber);
-    if (!have_mpi) c->add_option("--gpus,-g", o.gpus, "GPUs this process drives, one rank each (0: all visible)")
-                        ->capture_default_str()->check(CLI::NonNegativeNumber);
+        ->capture_default_str()
+        ->check(CLI::IsMember({"cpu", "cuda"}));
+    c->add_option("--json", o.json_path,
+                  "Also write the measurements (schema basp-measurements v1) to this file");
+    c->add_option("--timeout", o.timeout_s,
+                  "Seconds a collective may take before the watchdog aborts the run (0: off)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    c->add_option("--warmup,-w", o.warmup, "Untimed warm-up iterations")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    c->add_option("--iters,-n", o.iters, "Timed iterations")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    if (!have_mpi)
+      c->add_option("--gpus,-g", o.gpus, "GPUs this process drives, one rank each (0: all visible)")
+          ->capture_default_str()
+          ->check(CLI::NonNegativeNumber);
   };
-  CLI::App* layer = app.add_subcommand("layer", "The attention layer forward + backward under Ulysses and BASP: check and per-phase times");
+  CLI::App* layer = app.add_subcommand(
+      "layer", "The attention layer forward + backward under Ulysses and BASP: check and per-phase times");
   common(layer);
   add_shape(layer, o, raw);
-  layer->add_option("--strategy", raw.strategy, "ulysses, basp or both")->capture_default_str()
+  layer->add_option("--strategy", raw.strategy, "ulysses, basp or both")
+      ->capture_default_str()
       ->check(CLI::IsMember({"ulysses", "basp", "both"}));
   layer->add_flag("!--no-check", o.check, "Skip the comparison with the reference (large timing runs)");
-  layer->add_option("--attention-tile", o.attention_tile, "Keys per attention tile (CPU: any; CUDA: 32, 64 or 128)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+  layer
+      ->add_option("--attention-tile", o.attention_tile,
+                   "Keys per attention tile (CPU: any; CUDA: 32, 64 or 128)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
-  CLI::App* comm = app.add_subcommand("comm", "All-to-all over all N ranks vs B concurrent K-way groups, swept over sizes");
+  CLI::App* comm = app.add_subcommand(
+      "comm", "All-to-all over all N ranks vs B concurrent K-way groups, swept over sizes");
   common(comm);
   comm->add_option("--minbytes,-b", min_b, "Smallest per-rank send buffer")->capture_default_str();
   comm->add_option("--maxbytes,-e", max_b, "Largest per-rank send buffer")->capture_default_str();
-  comm->add_option("--stepfactor,-f", o.factor, "Size multiplier between rows")->capture_default_str()->check(CLI::Range(1.01, 1e6));
-  comm->add_option("--groups,-B", o.groups, "B: the grouped run uses B groups of K = N/B ranks")->capture_default_str()
+  comm->add_option("--stepfactor,-f", o.factor, "Size multiplier between rows")
+      ->capture_default_str()
+      ->check(CLI::Range(1.01, 1e6));
+  comm->add_option("--groups,-B", o.groups, "B: the grouped run uses B groups of K = N/B ranks")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
 
-  CLI::App* compute = app.add_subcommand("compute", "The layer's GEMMs and attention at one rank's shapes: achieved FLOP/s");
+  CLI::App* compute =
+      app.add_subcommand("compute", "The layer's GEMMs and attention at one rank's shapes: achieved FLOP/s");
   common(compute);
   add_shape(compute, o, raw);
-  compute->add_option("--strategy", raw.strategy, "Shapes of ulysses, basp or both")->capture_default_str()
+  compute->add_option("--strategy", raw.strategy, "Shapes of ulysses, basp or both")
+      ->capture_default_str()
       ->check(CLI::IsMember({"ulysses", "basp", "both"}));
-  compute->add_option("--ranks", o.compute_ranks, "N the shapes are split over (default: the ranks of this run)")
+  compute
+      ->add_option("--ranks", o.compute_ranks, "N the shapes are split over (default: the ranks of this run)")
       ->check(CLI::NonNegativeNumber);
-  compute->add_option("--attention-tile", o.attention_tile, "Keys per attention tile (CPU: any; CUDA: 32, 64 or 128)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+  compute
+      ->add_option("--attention-tile", o.attention_tile,
+                   "Keys per attention tile (CPU: any; CUDA: 32, 64 or 128)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   std::ostringstream out, err;
   try {
@@ -136,7 +183,9 @@ int parse_options(int argc, char** argv, ValidateOptions& o, bool speak, bool ha
     o.command = layer->parsed() ? Command::layer : comm->parsed() ? Command::comm : Command::compute;
     o.backend = backend == "cuda" ? Backend::cuda : Backend::cpu;
     if (!have_mpi && o.backend == Backend::cpu)
-      throw InputError("", 0, "--backend", "this build has no MPI, so only --backend cuda is available (use basp-validate for cpu)");
+      throw InputError(
+          "", 0, "--backend",
+          "this build has no MPI, so only --backend cuda is available (use basp-validate for cpu)");
     if (o.command != Command::comm) resolve_shape(o, raw);
     o.min_bytes = parse_size(min_b, "--minbytes");
     o.max_bytes = parse_size(max_b, "--maxbytes");

@@ -2,11 +2,11 @@
 // Parsed identically on every rank; only the rank that speaks prints help or errors.
 #pragma once
 
-#include "layer_config.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "layer_config.hpp"
 
 namespace basp::validate {
 
@@ -16,10 +16,10 @@ enum class Backend { cpu, cuda };
 struct ValidateOptions {
   Command command = Command::layer;
   Backend backend = Backend::cpu;
-  std::string json_path;     // --json FILE, empty: none
-  double timeout_s = 300;    // watchdog per collective; 0 disables
-  int gpus = 0;              // single-process launcher: GPUs to drive (0: all visible)
-  int compute_ranks = 0;     // compute: N the shapes are split over (0: the ranks of this run)
+  std::string json_path;   // --json FILE, empty: none
+  double timeout_s = 300;  // watchdog per collective; 0 disables
+  int gpus = 0;            // single-process launcher: GPUs to drive (0: all visible)
+  int compute_ranks = 0;   // compute: N the shapes are split over (0: the ranks of this run)
 
   // layer and compute
   std::string model = "custom";

@@ -2,11 +2,11 @@
 // S×S matrices, double precision) and deliberately independent of kernels/ and of the layer template.
 #include "reference.hpp"
 
-#include "inputs.hpp"
-
 #include <Eigen/Dense>
 #include <cmath>
 #include <limits>
+
+#include "inputs.hpp"
 
 namespace basp::validate {
 
@@ -55,8 +55,12 @@ Mat causal_softmax(const Mat& q, const Mat& k, double scale) {
   return p;
 }
 
-void append(std::vector<double>& out, const Mat& m) { out.insert(out.end(), m.data(), m.data() + m.size()); }
-void store(std::vector<double>& out, const Mat& m) { out.assign(m.data(), m.data() + m.size()); }
+void append(std::vector<double>& out, const Mat& m) {
+  out.insert(out.end(), m.data(), m.data() + m.size());
+}
+void store(std::vector<double>& out, const Mat& m) {
+  out.assign(m.data(), m.data() + m.size());
+}
 }  // namespace
 
 LayerResult reference_layer(std::uint64_t seed, const LayerShape& s) {

@@ -2,10 +2,10 @@
 // precision, forward and backward. It shares no code with the distributed path except the inputs.
 #pragma once
 
-#include "layer_config.hpp"
-
 #include <cstdint>
 #include <vector>
+
+#include "layer_config.hpp"
 
 namespace basp::validate {
 

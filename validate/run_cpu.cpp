@@ -1,6 +1,9 @@
 // The CPU backend under MPI: CpuOps over communicators from MPI_Comm_split, MPI_Alltoall for the
 // communication benchmark, steady-clock timing.
-#include "runners.hpp"
+#include <chrono>
+#include <climits>
+#include <memory>
+#include <stdexcept>
 
 #include "comm_command.hpp"
 #include "compute_command.hpp"
@@ -9,11 +12,7 @@
 #include "hardware.hpp"
 #include "json_output.hpp"
 #include "layer_command.hpp"
-
-#include <chrono>
-#include <climits>
-#include <memory>
-#include <stdexcept>
+#include "runners.hpp"
 
 namespace basp::validate {
 

@@ -1,6 +1,10 @@
 // The CUDA backend: one GPU per rank, NCCL bootstrapped through the Control (MPI or threads),
 // communicators split per all-to-all group with ncclCommSplit, and the single-process launcher.
-#include "runners.hpp"
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <thread>
 
 #include "comm_command.hpp"
 #include "compute_command.hpp"
@@ -10,16 +14,13 @@
 #include "input_error.hpp"
 #include "json_output.hpp"
 #include "layer_command.hpp"
-
-#include <algorithm>
-#include <cstdio>
-#include <iostream>
-#include <memory>
-#include <thread>
+#include "runners.hpp"
 
 namespace basp::validate {
 
-bool cuda_backend_built(std::string*) { return true; }
+bool cuda_backend_built(std::string*) {
+  return true;
+}
 
 namespace {
 ncclComm_t init_world(Control& ctl, int device) {
@@ -53,8 +54,9 @@ Hardware cuda_hardware(Control& ctl, int device) {
   char bus[32] = {};
   cudaDeviceGetPCIBusId(bus, sizeof bus, device);
   char line[512];
-  std::snprintf(line, sizeof line, "GPU %d: %s (sm_%d%d, %.0f GiB, %d SMs, PCI %s)", device, prop.name, prop.major,
-                prop.minor, double(prop.totalGlobalMem) / 1073741824.0, prop.multiProcessorCount, bus);
+  std::snprintf(line, sizeof line, "GPU %d: %s (sm_%d%d, %.0f GiB, %d SMs, PCI %s)", device, prop.name,
+                prop.major, prop.minor, double(prop.totalGlobalMem) / 1073741824.0, prop.multiProcessorCount,
+                bus);
   hw.devices = gather_strings(line, ctl);
   int driver = 0, runtime = 0, nccl = 0;
   cudaDriverGetVersion(&driver);
@@ -62,7 +64,8 @@ Hardware cuda_hardware(Control& ctl, int device) {
   ncclGetVersion(&nccl);
   hw.cuda_driver = version_string(driver, 1000, 10);
   hw.cuda_runtime = version_string(runtime, 1000, 10);
-  hw.nccl = std::to_string(nccl / 10000) + "." + std::to_string((nccl % 10000) / 100) + "." + std::to_string(nccl % 100);
+  hw.nccl = std::to_string(nccl / 10000) + "." + std::to_string((nccl % 10000) / 100) + "." +
+            std::to_string(nccl % 100);
   int blas = 0;
   cublasGetProperty(MAJOR_VERSION, &blas);
   int minor = 0;
@@ -102,8 +105,10 @@ struct NcclExchange final : Exchange {
   void run(long count) {
     nccl_check(ncclGroupStart(), "ncclGroupStart");
     for (int j = 0; j < size; ++j) {
-      nccl_check(ncclSend(send.fp32() + long(j) * count, std::size_t(count), ncclFloat, j, comm, stream), "ncclSend");
-      nccl_check(ncclRecv(recv.fp32() + long(j) * count, std::size_t(count), ncclFloat, j, comm, stream), "ncclRecv");
+      nccl_check(ncclSend(send.fp32() + long(j) * count, std::size_t(count), ncclFloat, j, comm, stream),
+                 "ncclSend");
+      nccl_check(ncclRecv(recv.fp32() + long(j) * count, std::size_t(count), ncclFloat, j, comm, stream),
+                 "ncclRecv");
     }
     nccl_check(ncclGroupEnd(), "ncclGroupEnd");
   }
@@ -111,7 +116,8 @@ struct NcclExchange final : Exchange {
     cuda_check(cudaEventRecord(start, stream), "cudaEventRecord");
     run(count);
     cuda_check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    wait_for_exchange(stream, comm, timeout_s, world_rank, "NCCL all-to-all of " + std::to_string(count * 4) + " B per peer");
+    wait_for_exchange(stream, comm, timeout_s, world_rank,
+                      "NCCL all-to-all of " + std::to_string(count * 4) + " B per peer");
     float ms = 0;
     cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
     return double(ms) * 1e-3;
@@ -136,17 +142,21 @@ struct NcclExchange final : Exchange {
 int run_cuda(const ValidateOptions& o, Control& ctl, int local_rank) {
   const auto& tiles = kernels::cuda::kAttentionTiles;
   if (std::find(tiles.begin(), tiles.end(), o.attention_tile) == tiles.end())
-    throw InputError("", 0, "--attention-tile", "the CUDA kernels take 32, 64 or 128, got " + std::to_string(o.attention_tile));
+    throw InputError("", 0, "--attention-tile",
+                     "the CUDA kernels take 32, 64 or 128, got " + std::to_string(o.attention_tile));
   if (o.command != Command::comm && (o.shape.head_dim > kernels::cuda::kMaxHeadDim))
-    throw InputError("", 0, "--head-dim", "the CUDA kernels take head_dim up to " + std::to_string(kernels::cuda::kMaxHeadDim));
+    throw InputError("", 0, "--head-dim",
+                     "the CUDA kernels take head_dim up to " + std::to_string(kernels::cuda::kMaxHeadDim));
   if (o.command != Command::comm)  // refuse impossible splits before touching any GPU
     for (LayerStrategy s : o.strategies)
-      check_layer_problem(s, o.shape, o.command == Command::compute && o.compute_ranks > 0 ? o.compute_ranks : ctl.size());
+      check_layer_problem(
+          s, o.shape, o.command == Command::compute && o.compute_ranks > 0 ? o.compute_ranks : ctl.size());
   int visible = 0;
   const cudaError_t e = cudaGetDeviceCount(&visible);
   if (e != cudaSuccess || visible == 0)
-    throw std::runtime_error("no CUDA device is usable on " + this_host() + " (" +
-                             (e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount found 0 devices") + ")");
+    throw std::runtime_error(
+        "no CUDA device is usable on " + this_host() + " (" +
+        (e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount found 0 devices") + ")");
   const int device = local_rank % visible;
   const Hardware hw = cuda_hardware(ctl, device);
   ncclComm_t world = init_world(ctl, device);
@@ -158,11 +168,13 @@ int run_cuda(const ValidateOptions& o, Control& ctl, int local_rank) {
   switch (o.command) {
     case Command::layer:
       return layer_command(o, ctl, hw, "bf16", [&](LayerStrategy, int group) {
-        return std::make_unique<CudaOps>(device, ctl.rank(), split(world, group, ctl.rank()), o.timeout_s, tile);
+        return std::make_unique<CudaOps>(device, ctl.rank(), split(world, group, ctl.rank()), o.timeout_s,
+                                         tile);
       });
     case Command::comm:
       return comm_command(o, ctl, hw, [&](int color, long max_count) -> std::unique_ptr<Exchange> {
-        return std::make_unique<NcclExchange>(split(world, color, ctl.rank()), ctl.rank(), o.timeout_s, max_count);
+        return std::make_unique<NcclExchange>(split(world, color, ctl.rank()), ctl.rank(), o.timeout_s,
+                                              max_count);
       });
     case Command::compute: {
       CudaOps ops(device, ctl.rank(), nullptr, o.timeout_s, tile);
@@ -181,7 +193,8 @@ int run_cuda_threads(const ValidateOptions& o) {
     return 1;
   }
   if (o.gpus > count)
-    throw InputError("", 0, "--gpus", std::to_string(o.gpus) + " GPUs asked, " + std::to_string(count) + " visible");
+    throw InputError("", 0, "--gpus",
+                     std::to_string(o.gpus) + " GPUs asked, " + std::to_string(count) + " visible");
   const int n = o.gpus > 0 ? o.gpus : count;
   ThreadTeam team(n);
   std::vector<int> codes(std::size_t(n), 0);

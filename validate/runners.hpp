@@ -8,7 +8,7 @@
 namespace basp::validate {
 
 class MpiControl;
-int run_cpu(const ValidateOptions& o, MpiControl& ctl);          // cpu backend under MPI
+int run_cpu(const ValidateOptions& o, MpiControl& ctl);  // cpu backend under MPI
 // cuda backend, one GPU per rank: GPU local_rank mod the GPUs visible (srun --gpus-per-task=1
 // shows each rank one GPU; mpirun on a node shows them all).
 int run_cuda(const ValidateOptions& o, Control& ctl, int local_rank);

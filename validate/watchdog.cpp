@@ -26,8 +26,9 @@ void Watchdog::arm(const std::string& what) {
     std::lock_guard lock(mutex_);
     armed_ = true;
     what_ = what;
-    deadline_ = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s_));
+    deadline_ =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(timeout_s_));
   }
   wake_.notify_all();
 }

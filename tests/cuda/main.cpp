@@ -1,9 +1,9 @@
 // Runs the CUDA kernel tests when a GPU is usable; otherwise says why and exits 77, which CTest
 // reports as skipped (SKIP_RETURN_CODE), so a machine without a GPU never shows them as passed.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <cuda_runtime_api.h>
+
+#include <catch2/catch.hpp>
 #include <iostream>
 
 int main(int argc, char** argv) {

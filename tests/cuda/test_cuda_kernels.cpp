@@ -1,19 +1,20 @@
 // The CUDA kernels against their CPU twins on random inputs rounded to bf16: exchange layouts,
 // rotary embedding at global positions, attention forward and backward for every tile size.
-#include "cpu_kernels.hpp"
-#include "cuda_kernels.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 #include <vector>
+
+#include "cpu_kernels.hpp"
+#include "cuda_kernels.hpp"
 
 using namespace basp::kernels;
 using cuda::bf16;
 
 namespace {
-void ok(cudaError_t e) { REQUIRE(e == cudaSuccess); }
+void ok(cudaError_t e) {
+  REQUIRE(e == cudaSuccess);
+}
 
 struct Device {  // a bf16 device copy of host values
   bf16* ptr = nullptr;
@@ -96,23 +97,29 @@ TEST_CASE("cuda kernels: rotary at global positions and its inverse equal the CP
 // Tolerances: a correct kernel differs from the fp32 twin by the final bf16 rounding, about 1.5e-3
 // (O) and 1.8e-3 (gradients) relative L2 here; a tile edge left unwritten or a 1% error exceeds them.
 TEST_CASE("cuda kernels: attention forward and backward equal the CPU twin for every tile size") {
-  struct Case { int nseq; long seq, q_heads, kv_heads; };
+  struct Case {
+    int nseq;
+    long seq, q_heads, kv_heads;
+  };
   const Case cases[] = {{2, 200, 4, 2}, {1, 33, 4, 4}, {1, 5, 8, 1}};  // no tile divides 200 or 33
   for (const Case& cs : cases)
     for (long dh : {16L, 64L, 96L, 128L, 192L, 256L}) {  // 1 to 4 dh pairs per lane; up to 80.5 KiB shared
       const AttentionShape a{cs.nseq, cs.seq, cs.q_heads, cs.kv_heads, dh};
-      const std::size_t nq = std::size_t(a.nseq * a.seq * a.q_heads * dh), nk = std::size_t(a.nseq * a.seq * a.kv_heads * dh);
+      const std::size_t nq = std::size_t(a.nseq * a.seq * a.q_heads * dh),
+                        nk = std::size_t(a.nseq * a.seq * a.kv_heads * dh);
       const std::size_t nl = std::size_t(a.nseq * a.q_heads * a.seq);
-      const auto q = random_bf16(nq, 3), k = random_bf16(nk, 4), v = random_bf16(nk, 5), dout = random_bf16(nq, 6);
+      const auto q = random_bf16(nq, 3), k = random_bf16(nk, 4), v = random_bf16(nk, 5),
+                 dout = random_bf16(nq, 6);
       std::vector<float> o(nq), lse(nl), dq(nq), dk(nk), dv(nk);
       cpu::attention_forward(q.data(), k.data(), v.data(), o.data(), lse.data(), a, 64);
       // Backward on both sides from the CPU's O rounded to bf16, as the layer would hand it over.
       std::vector<float> o_bf16(nq);
       for (std::size_t e = 0; e < nq; ++e) o_bf16[e] = __bfloat162float(__float2bfloat16(o[e]));
-      cpu::attention_backward(q.data(), k.data(), v.data(), o_bf16.data(), dout.data(), lse.data(), dq.data(), dk.data(),
-                              dv.data(), a);
+      cpu::attention_backward(q.data(), k.data(), v.data(), o_bf16.data(), dout.data(), lse.data(), dq.data(),
+                              dk.data(), dv.data(), a);
       for (int tile : cuda::kAttentionTiles) {
-        INFO("seq " << a.seq << ", heads " << a.q_heads << "/" << a.kv_heads << ", head_dim " << dh << ", tile " << tile);
+        INFO("seq " << a.seq << ", heads " << a.q_heads << "/" << a.kv_heads << ", head_dim " << dh
+                    << ", tile " << tile);
         Device dq_(q), dk_(k), dv_(v), dd(dout), d_o(nq), d_dq(nq), d_dk(nk), d_dv(nk), d_o_ref(o_bf16);
         float* d_lse = nullptr;
         void* work = nullptr;
@@ -125,8 +132,8 @@ TEST_CASE("cuda kernels: attention forward and backward equal the CPU twin for e
         ok(cudaMemcpy(lse_gpu.data(), d_lse, nl * sizeof(float), cudaMemcpyDeviceToHost));
         CHECK(rel_l2(d_o.host(), o) < 4e-3);
         CHECK(rel_l2(lse_gpu, lse) < 1e-5);
-        cuda::attention_backward(dq_.ptr, dk_.ptr, dv_.ptr, d_o_ref.ptr, dd.ptr, d_lse, d_dq.ptr, d_dk.ptr, d_dv.ptr,
-                                 a, tile, work, nullptr);
+        cuda::attention_backward(dq_.ptr, dk_.ptr, dv_.ptr, d_o_ref.ptr, dd.ptr, d_lse, d_dq.ptr, d_dk.ptr,
+                                 d_dv.ptr, a, tile, work, nullptr);
         CHECK(rel_l2(d_dq.host(), dq) < 5e-3);
         CHECK(rel_l2(d_dk.host(), dk) < 5e-3);
         CHECK(rel_l2(d_dv.host(), dv) < 5e-3);

@@ -14,7 +14,9 @@ std::string num(double v) {
   std::snprintf(b, sizeof b, "%.7g", v);
   return b;
 }
-std::string micros(double s) { return num(s * 1e6) + " us"; }
+std::string micros(double s) {
+  return num(s * 1e6) + " us";
+}
 std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -38,13 +40,16 @@ std::string calibration_yaml(const CalibrationDocument& d) {
   const std::size_t compute_runs = d.compute ? d.compute->quality.measured.size() : 0;
   o << "# Fitted by `basp calibrate` (least squares through the simulator; calibrations/README.md).\n";
   o << "name: " << quoted(d.name) << "\n";
-  o << "description: " << quoted("fitted by basp calibrate on " + std::to_string(comm_runs) + " all-to-all and " +
-                                 std::to_string(compute_runs) + " compute runs") << "\n";
+  o << "description: "
+    << quoted("fitted by basp calibrate on " + std::to_string(comm_runs) + " all-to-all and " +
+              std::to_string(compute_runs) + " compute runs")
+    << "\n";
   o << "topology: " << quoted(d.topology) << "\n";
   o << "measurements: |\n";
   for (const MeasurementSource& s : d.measurements->sources)
     o << "  " << s.path << " (fnv1a64 " << s.hash << ", " << s.command << ", " << s.hardware << ")\n";
-  o << "sources: |\n  Every all-to-all run of the files above was simulated on the topology (contention included)\n"
+  o << "sources: |\n  Every all-to-all run of the files above was simulated on the topology (contention "
+       "included)\n"
        "  and the link and software parameters minimise the relative errors; compute efficiencies per\n"
        "  class are e*F/(F + F_half) of the GPU kind's peak, fitted to the compute runs. Parameters marked\n"
        "  free: false could not be told apart by these runs and keep the topology's (or default) value.\n";
@@ -74,7 +79,8 @@ std::string calibration_yaml(const CalibrationDocument& d) {
     o << "  gemm: " << num(e.gemm) << "\n  attention_forward: " << num(e.attention_forward) << "\n";
     o << "  attention_backward: " << num(e.attention_backward) << "\n";
     if (e.gemm_half_flops > 0) o << "  gemm_half_flops: " << num(e.gemm_half_flops) << "\n";
-    if (e.attention_forward_half_flops > 0) o << "  attention_forward_half_flops: " << num(e.attention_forward_half_flops) << "\n";
+    if (e.attention_forward_half_flops > 0)
+      o << "  attention_forward_half_flops: " << num(e.attention_forward_half_flops) << "\n";
     if (e.attention_backward_half_flops > 0)
       o << "  attention_backward_half_flops: " << num(e.attention_backward_half_flops) << "\n";
   }

@@ -2,11 +2,11 @@
 // uncertainty, the measurement files they came from (path, hash, command, hardware) and the fit quality.
 #pragma once
 
+#include <string>
+
 #include "compute_fit.hpp"
 #include "link_fit.hpp"
 #include "measurements.hpp"
-
-#include <string>
 
 namespace basp::fitting {
 

@@ -2,15 +2,15 @@
 // s²(XᵀX)⁻¹ and are carried to e and F½ by the delta method.
 #include "compute_fit.hpp"
 
-#include "cost_model.hpp"
-#include "input_error.hpp"
-#include "least_squares.hpp"
-
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
+
+#include "cost_model.hpp"
+#include "input_error.hpp"
+#include "least_squares.hpp"
 
 namespace basp::fitting {
 
@@ -18,7 +18,8 @@ std::string compute_class_of(const std::string& op) {
   if (op.rfind("gemm", 0) == 0) return "gemm";
   if (op == "attn_fwd") return "attention_forward";
   if (op == "attn_bwd") return "attention_backward";
-  throw InputError("", 0, "--measurements", "unknown compute operation '" + op + "' (gemm_*, attn_fwd, attn_bwd)");
+  throw InputError("", 0, "--measurements",
+                   "unknown compute operation '" + op + "' (gemm_*, attn_fwd, attn_bwd)");
 }
 
 namespace {
@@ -57,7 +58,8 @@ ClassFit fit_line(const std::vector<const ComputeSample*>& s) {
 }
 }  // namespace
 
-ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start, const std::vector<ComputeSample>& samples) {
+ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start,
+                       const std::vector<ComputeSample>& samples) {
   ComputeFit out;
   out.efficiency = start;
   std::vector<double> rel;
@@ -70,16 +72,20 @@ ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start, const
     const double peak = gpu.peak_bf16_flops;
     const double e = 1.0 / (peak * f.a), half = f.b / f.a;
     if (!(e > 0) || e > 1)
-      throw InputError("", 0, "--measurements", cls + " runs at " + std::to_string(e) + " of the '" +
-                                                    std::string(gpu.name) + "' peak: above 1, so that peak is too low for this hardware");
+      throw InputError("", 0, "--measurements",
+                       cls + " runs at " + std::to_string(e) + " of the '" + std::string(gpu.name) +
+                           "' peak: above 1, so that peak is too low for this hardware");
     const double sigma_e = std::sqrt(f.var_a) / (peak * f.a * f.a);
-    const double var_half = f.var_b / (f.a * f.a) + f.b * f.b * f.var_a / std::pow(f.a, 4) - 2 * f.b * f.cov_ab / std::pow(f.a, 3);
+    const double var_half = f.var_b / (f.a * f.a) + f.b * f.b * f.var_a / std::pow(f.a, 4) -
+                            2 * f.b * f.cov_ab / std::pow(f.a, 3);
     out.parameters.push_back({"compute." + cls, e, sigma_e, true});
-    out.parameters.push_back({"compute." + cls + "_half_flops", half,
-                              f.size_dependent ? std::sqrt(std::max(var_half, 0.0)) : std::numeric_limits<double>::quiet_NaN(),
-                              f.size_dependent});
+    out.parameters.push_back(
+        {"compute." + cls + "_half_flops", half,
+         f.size_dependent ? std::sqrt(std::max(var_half, 0.0)) : std::numeric_limits<double>::quiet_NaN(),
+         f.size_dependent});
     if (cls == "gemm") out.efficiency.gemm = e, out.efficiency.gemm_half_flops = half;
-    if (cls == "attention_forward") out.efficiency.attention_forward = e, out.efficiency.attention_forward_half_flops = half;
+    if (cls == "attention_forward")
+      out.efficiency.attention_forward = e, out.efficiency.attention_forward_half_flops = half;
     if (cls == "attention_backward")
       out.efficiency.attention_backward = e, out.efficiency.attention_backward_half_flops = half;
     for (auto* s : mine) {

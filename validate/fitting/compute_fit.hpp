@@ -2,12 +2,12 @@
 // attention backward) to the compute microbenchmark, as a function of size: e·F/(F + F½).
 #pragma once
 
+#include <vector>
+
 #include "calibration.hpp"
 #include "gpu_kind.hpp"
 #include "link_fit.hpp"
 #include "measurements.hpp"
-
-#include <vector>
 
 namespace basp::fitting {
 
@@ -20,7 +20,8 @@ struct ComputeFit {
 // Per class, time = (F + F½) / (peak·e) is linear in F: a weighted linear least squares on relative
 // errors. One distinct size gives a constant efficiency (F½ held at 0); so does a negative F½.
 // Throws InputError for an unknown operation or an efficiency above 1 (the GPU kind's peak is too low).
-ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start, const std::vector<ComputeSample>& samples);
+ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start,
+                       const std::vector<ComputeSample>& samples);
 
 // The cost model's class of a basp-validate compute operation (gemm_qkv, attn_fwd, ...).
 std::string compute_class_of(const std::string& op);

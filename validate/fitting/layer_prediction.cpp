@@ -3,11 +3,11 @@
 // max(Hkv/P, 1) KV heads after the exchange), then the cost model or the collective simulator.
 #include "layer_prediction.hpp"
 
+#include <map>
+
 #include "collective_run.hpp"
 #include "cost_model.hpp"
 #include "input_error.hpp"
-
-#include <map>
 
 namespace basp::fitting {
 
@@ -26,11 +26,12 @@ double alltoall_s(const Topology& topo, const LayerRun& run, int group_size, dou
 }
 }  // namespace
 
-std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKind& gpu, const ComputeEfficiency& eff,
-                                              const LayerRun& run) {
+std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKind& gpu,
+                                              const ComputeEfficiency& eff, const LayerRun& run) {
   if (run.ranks > int(topo.gpus.size()))
-    throw InputError("", 0, "--topology", "the measured run has " + std::to_string(run.ranks) + " ranks but '" +
-                                                topo.name + "' has " + std::to_string(topo.gpus.size()) + " GPUs");
+    throw InputError("", 0, "--topology",
+                     "the measured run has " + std::to_string(run.ranks) + " ranks but '" + topo.name +
+                         "' has " + std::to_string(topo.gpus.size()) + " GPUs");
   ModelSpec model;
   model.name = "measured layer";
   model.heads = run.heads;
@@ -53,7 +54,8 @@ std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKin
     x.nseq = x.T * x.P / x.S;
     x.e = cm.element_bytes;
     const double gemm_qkv = 2 * x.T * x.D * (x.H + 2 * x.Hk) * x.dh, gemm_out = 2 * x.T * x.H * x.dh * x.D;
-    const double qkv_elems = x.T * x.H * x.dh + 2 * x.P * x.T * x.hk * x.dh;  // pack/unpack Q, K, V (replicas)
+    const double qkv_elems =
+        x.T * x.H * x.dh + 2 * x.P * x.T * x.hk * x.dh;  // pack/unpack Q, K, V (replicas)
     const double o_elems = x.T * x.H * x.dh;
     const double causal = (x.S + 1) / (2 * x.S);
     const auto gemm = [&](double flops) { return cm.op(OpClass::gemm, flops, 0).time_s; };

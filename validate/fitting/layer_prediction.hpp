@@ -2,13 +2,13 @@
 // model, each all-to-all through the flow-level simulator on the (calibrated) topology.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "calibration.hpp"
 #include "gpu_kind.hpp"
 #include "measurements.hpp"
 #include "topology.hpp"
-
-#include <string>
-#include <vector>
 
 namespace basp::fitting {
 
@@ -31,7 +31,7 @@ struct StrategyComparison {
 // compute benchmark times them), or one all-to-all of its send size over the strategy's groups.
 // `topo` must already carry the calibration (apply_calibration). Throws InputError when the run has
 // more ranks than the topology has GPUs or names a phase this version does not know.
-std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKind& gpu, const ComputeEfficiency& eff,
-                                              const LayerRun& run);
+std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKind& gpu,
+                                              const ComputeEfficiency& eff, const LayerRun& run);
 
 }  // namespace basp::fitting

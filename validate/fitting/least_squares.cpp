@@ -26,7 +26,8 @@ Eigen::MatrixXd jacobian(const ResidualFunction& r, const Eigen::VectorXd& x, co
 }
 
 // Holds parameters until the free columns of J have full numerical rank.
-void hold_unidentifiable(const Eigen::MatrixXd& J, const std::vector<int>& hold_first, std::vector<bool>& free) {
+void hold_unidentifiable(const Eigen::MatrixXd& J, const std::vector<int>& hold_first,
+                         std::vector<bool>& free) {
   for (;;) {
     std::vector<long> cols;
     for (long j = 0; j < J.cols(); ++j)
@@ -73,7 +74,8 @@ LeastSquaresFit levenberg_marquardt(const ResidualFunction& r, const Eigen::Vect
   const long m = res.size(), n = x0.size();
   hold_unidentifiable(jacobian(r, fit.x, fit.free, step, m), hold_first, fit.free);
   double rss = res.squaredNorm(), lambda = 1e-3;
-  if (!std::isfinite(rss)) throw std::runtime_error("least squares: the model gives no finite prediction at the start");
+  if (!std::isfinite(rss))
+    throw std::runtime_error("least squares: the model gives no finite prediction at the start");
   for (fit.iterations = 0; fit.iterations < max_iterations; ++fit.iterations) {
     const Eigen::MatrixXd J = jacobian(r, fit.x, fit.free, step, m);
     const Eigen::MatrixXd A = J.transpose() * J;
@@ -118,7 +120,8 @@ LeastSquaresFit levenberg_marquardt(const ResidualFunction& r, const Eigen::Vect
     Eigen::MatrixXd F(m, long(cols.size()));
     for (std::size_t c = 0; c < cols.size(); ++c) F.col(long(c)) = J.col(cols[c]);
     const Eigen::MatrixXd cov = (F.transpose() * F).inverse() * (rss / double(dof));
-    for (std::size_t c = 0; c < cols.size(); ++c) fit.sigma[cols[c]] = std::sqrt(std::max(cov(long(c), long(c)), 0.0));
+    for (std::size_t c = 0; c < cols.size(); ++c)
+      fit.sigma[cols[c]] = std::sqrt(std::max(cov(long(c), long(c)), 0.0));
   }
   return fit;
 }

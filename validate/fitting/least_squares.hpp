@@ -27,7 +27,8 @@ struct LeastSquaresFit {
 // or a combination of others) are held at x0 and reported as not free; among those that take part
 // in such a combination, the one with the highest `hold_first` is held (ties: the largest share).
 LeastSquaresFit levenberg_marquardt(const ResidualFunction& r, const Eigen::VectorXd& x0,
-                                    const std::vector<int>& hold_first, int max_iterations = 60, double step = 1e-4);
+                                    const std::vector<int>& hold_first, int max_iterations = 60,
+                                    double step = 1e-4);
 
 // The median (of an even count: the mean of the two middle values); 0 for none.
 double median(std::vector<double> v);

@@ -3,13 +3,13 @@
 // 8 KiB run counts as much as a 64 MiB one. Standard errors are mapped back by the delta method.
 #include "link_fit.hpp"
 
-#include "collective_run.hpp"
-#include "input_error.hpp"
-#include "least_squares.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <set>
+
+#include "collective_run.hpp"
+#include "input_error.hpp"
+#include "least_squares.hpp"
 
 namespace basp::fitting {
 
@@ -32,25 +32,45 @@ struct Param {
   std::string name;
 };
 
-double logistic(double u) { return 1 / (1 + std::exp(-u)); }
-double logit(double p) { return std::log(p / (1 - p)); }
+// Efficiencies map to (kMinEfficiency, 1): a solver step can never make a link's capacity 0 (which
+// would leave the topology without routes).
+constexpr double kMinEfficiency = 1e-4;
+double sigmoid(double u) {
+  return 1 / (1 + std::exp(-u));
+}
+double logistic(double u) {
+  return kMinEfficiency + (1 - kMinEfficiency) * sigmoid(u);
+}
+double logit(double p) {
+  const double q = (p - kMinEfficiency) / (1 - kMinEfficiency);
+  return std::log(q / (1 - q));
+}
 
 Calibration with(const Calibration& base, const std::vector<Param>& ps, const Eigen::VectorXd& x) {
   Calibration c = base;
   for (std::size_t i = 0; i < ps.size(); ++i) {
     const double u = x[long(i)];
     switch (ps[i].kind) {
-      case Kind::efficiency: c.links[int(ps[i].cls)].efficiency = logistic(u); break;
-      case Kind::latency: c.links[int(ps[i].cls)].latency_s = std::exp(u); break;
-      case Kind::launch: c.launch_s = std::exp(u); break;
-      case Kind::per_peer: c.per_peer_s = std::exp(u); break;
+      case Kind::efficiency:
+        c.links[int(ps[i].cls)].efficiency = logistic(u);
+        break;
+      case Kind::latency:
+        c.links[int(ps[i].cls)].latency_s = std::exp(u);
+        break;
+      case Kind::launch:
+        c.launch_s = std::exp(u);
+        break;
+      case Kind::per_peer:
+        c.per_peer_s = std::exp(u);
+        break;
     }
   }
   return c;
 }
 }  // namespace
 
-LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& all_samples) {
+LinkFit fit_links(const Topology& topo, const Calibration& start,
+                  const std::vector<CommSample>& all_samples) {
   const int gpus = int(topo.gpus.size());
   std::vector<CommSample> samples;
   for (const CommSample& s : all_samples)
@@ -58,13 +78,16 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
   std::set<double> sizes;
   for (const CommSample& s : samples) {
     if (s.ranks > gpus)
-      throw InputError("", 0, "--measurements", "a run has " + std::to_string(s.ranks) + " ranks but topology '" +
-                                                    topo.name + "' has " + std::to_string(gpus) + " GPUs");
+      throw InputError("", 0, "--measurements",
+                       "a run has " + std::to_string(s.ranks) + " ranks but topology '" + topo.name +
+                           "' has " + std::to_string(gpus) + " GPUs");
     sizes.insert(s.size_bytes);
   }
   if (sizes.size() < 3)
-    throw InputError("", 0, "--measurements", "the link fit needs all-to-all runs at 3 or more sizes (basp-validate comm "
-                                              "-b 1K -e 64M -f 4); got " + std::to_string(sizes.size()));
+    throw InputError("", 0, "--measurements",
+                     "the link fit needs all-to-all runs at 3 or more sizes (basp-validate comm "
+                     "-b 1K -e 64M -f 4); got " +
+                         std::to_string(sizes.size()));
   // Classes that carry traffic in these runs; the others have nothing to fit.
   std::array<bool, 5> used{};
   for (const CommSample& s : samples) {
@@ -90,9 +113,9 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
     for (const Link& l : topo.links)
       if (l.cls == cls) latency += l.latency_s, ++n;
     ps.push_back({Kind::efficiency, cls, name + ".efficiency"});
-    // Unset: start at the nominal rate, so that a held efficiency means what the written file (which
-    // leaves it out) will simulate.
-    x0.push_back(logit(std::clamp(start.links[c].efficiency.value_or(0.999), 1e-6, 0.999)));
+    // Unset: start near the nominal rate (where the logistic still has a slope), so that a held
+    // efficiency is close to what the written file, which leaves it out, simulates.
+    x0.push_back(logit(std::clamp(start.links[c].efficiency.value_or(0.99), 1e-3, 0.999)));
     ps.push_back({Kind::latency, cls, name + ".latency"});
     x0.push_back(std::log(std::max(start.links[c].latency_s.value_or(latency / std::max(n, 1)), 1e-9)));
   }
@@ -106,9 +129,10 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
   // A link latency is the first to give way to the software overheads when the runs cannot tell
   // them apart: the topology file states latencies, nothing states the overheads.
   std::vector<int> hold_first;
-  for (const Param& p : ps) hold_first.push_back(p.kind == Kind::latency ? 2 : p.kind == Kind::efficiency ? 1 : 0);
-  const LeastSquaresFit fit =
-      levenberg_marquardt(residuals, Eigen::Map<const Eigen::VectorXd>(x0.data(), long(x0.size())), hold_first);
+  for (const Param& p : ps)
+    hold_first.push_back(p.kind == Kind::latency ? 2 : p.kind == Kind::efficiency ? 1 : 0);
+  const LeastSquaresFit fit = levenberg_marquardt(
+      residuals, Eigen::Map<const Eigen::VectorXd>(x0.data(), long(x0.size())), hold_first);
   LinkFit out;
   out.samples = samples;
   out.iterations = fit.iterations;
@@ -125,7 +149,7 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
     FittedParameter p{ps[i].name, 0, su, fit.free[i]};
     if (ps[i].kind == Kind::efficiency) {
       p.value = logistic(u);
-      p.sigma = su * p.value * (1 - p.value);
+      p.sigma = su * (1 - kMinEfficiency) * sigmoid(u) * (1 - sigmoid(u));
       any_bandwidth = any_bandwidth || p.free;
     } else {
       p.value = std::exp(u);
@@ -134,8 +158,9 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
     out.parameters.push_back(p);
   }
   if (!any_bandwidth)
-    throw InputError("", 0, "--measurements", "no run is large enough for its time to depend on bandwidth: measure up to "
-                                              "64 MiB or more per rank (basp-validate comm -e 64M)");
+    throw InputError("", 0, "--measurements",
+                     "no run is large enough for its time to depend on bandwidth: measure up to "
+                     "64 MiB or more per rank (basp-validate comm -e 64M)");
   std::vector<double> rel;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     // Re-predicted with the calibration as written (held parameters left out), so the reported

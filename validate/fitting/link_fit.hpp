@@ -3,31 +3,31 @@
 // measured run on the topology, contention included.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "calibration.hpp"
 #include "measurements.hpp"
 #include "topology.hpp"
 
-#include <string>
-#include <vector>
-
 namespace basp::fitting {
 
 struct FittedParameter {
-  std::string name;   // "links.nic.efficiency", "software.launch_overhead", ...
-  double value = 0;   // SI (s) or a fraction
-  double sigma = 0;   // standard error; NaN when held
-  bool free = true;   // false: the measurements cannot separate it; held at its start value
+  std::string name;  // "links.nic.efficiency", "software.launch_overhead", ...
+  double value = 0;  // SI (s) or a fraction
+  double sigma = 0;  // standard error; NaN when held
+  bool free = true;  // false: the measurements cannot separate it; held at its start value
 };
 
 struct FitQuality {
   std::vector<double> measured, predicted;  // per sample, seconds
   double r2 = 0;
-  double max_relative_residual = 0;         // max |p − m| / m
+  double max_relative_residual = 0;  // max |p − m| / m
   double median_relative_residual = 0;
 };
 
 struct LinkFit {
-  Calibration calibration;  // `start` with the fitted values set
+  Calibration calibration;          // `start` with the fitted values set
   std::vector<CommSample> samples;  // the runs fitted, in the order of quality.measured
   std::vector<FittedParameter> parameters;
   FitQuality quality;
@@ -37,8 +37,9 @@ struct LinkFit {
 
 // Starts from `start` (a link class it leaves unset starts at efficiency 0.9 and the topology's
 // latency). Runs over groups of one rank are left out: they move nothing over any link (the
-// simulator has no time for them; a real one copies locally). Throws InputError when the samples cannot determine a bandwidth (too few sizes, no run
-// large enough to be bandwidth-bound, ranks beyond the topology's GPUs).
+// simulator has no time for them; a real one copies locally). Throws InputError when the samples cannot
+// determine a bandwidth (too few sizes, no run large enough to be bandwidth-bound, ranks beyond the
+// topology's GPUs).
 LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& samples);
 
 // The simulated time of one measured all-to-all under a calibration.

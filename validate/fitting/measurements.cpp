@@ -47,7 +47,8 @@ std::string text(const json& j, const std::string& key, const std::string& path,
 // Informational only: whatever is missing or of another type reads as "?", never an error.
 std::string hardware_line(const json& hw) {
   const auto str = [](const json& j, const char* key) {
-    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string("?");
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                                  : std::string("?");
   };
   const auto first = [](const json& j, const char* key) {
     return j.is_object() && j.contains(key) && j[key].is_array() && !j[key].empty() && j[key][0].is_string()
@@ -57,7 +58,8 @@ std::string hardware_line(const json& hw) {
   std::ostringstream o;
   o << str(hw, "backend") << ", " << str(hw, "launcher");
   if (hw.is_object() && hw.contains("hosts") && hw["hosts"].is_array())
-    o << ", " << hw["hosts"].size() << " ranks on " << (first(hw, "hosts").empty() ? "?" : first(hw, "hosts"));
+    o << ", " << hw["hosts"].size() << " ranks on "
+      << (first(hw, "hosts").empty() ? "?" : first(hw, "hosts"));
   const std::string device = first(hw, "devices");
   o << ", " << (device.empty() ? str(hw, "cpu_model") : device);
   return o.str();

@@ -17,16 +17,16 @@ struct MeasurementSource {
 
 struct CommSample {
   int ranks = 0;
-  int groups = 1;           // 1: the global all-to-all; B: B concurrent groups of ranks/B
-  double size_bytes = 0;    // one rank's send buffer
-  double time_s = 0;        // median over iterations of the slowest rank
-  std::size_t source = 0;   // index into Measurements::sources
+  int groups = 1;          // 1: the global all-to-all; B: B concurrent groups of ranks/B
+  double size_bytes = 0;   // one rank's send buffer
+  double time_s = 0;       // median over iterations of the slowest rank
+  std::size_t source = 0;  // index into Measurements::sources
 };
 
 struct ComputeSample {
-  std::string op;        // gemm_qkv, gemm_out, gemm_bwd, attn_fwd, attn_bwd
+  std::string op;  // gemm_qkv, gemm_out, gemm_bwd, attn_fwd, attn_bwd
   double flops = 0;
-  double time_s = 0;     // median
+  double time_s = 0;  // median
   std::size_t source = 0;
 };
 
