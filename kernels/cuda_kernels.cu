@@ -680,31 +680,4 @@ void attention_backward(const bf16* q, const bf16* k, const bf16* v, const bf16*
   });
 }
 
-// -------------------------------------------------------------------------------------------------
-// Conversions
-
-namespace {
-
-__global__ void to_bf16_kernel(const float* src, bf16* dst, long n) {
-  for (long e = first_thread_index(); e < n; e += grid_thread_count()) dst[e] = __float2bfloat16(src[e]);
-}
-
-__global__ void to_float_kernel(const bf16* src, float* dst, long n) {
-  for (long e = first_thread_index(); e < n; e += grid_thread_count()) dst[e] = __bfloat162float(src[e]);
-}
-
-}  // namespace
-
-void to_bf16(const float* src, bf16* dst, std::size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  to_bf16_kernel<<<elementwise_blocks(long(n)), kElementThreads, 0, stream>>>(src, dst, long(n));
-  check_launch("to_bf16_kernel");
-}
-
-void to_float(const bf16* src, float* dst, std::size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  to_float_kernel<<<elementwise_blocks(long(n)), kElementThreads, 0, stream>>>(src, dst, long(n));
-  check_launch("to_float_kernel");
-}
-
 }  // namespace basp::kernels::cuda

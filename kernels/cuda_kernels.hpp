@@ -39,7 +39,5 @@ void attention_backward(const bf16* q, const bf16* k, const bf16* v, const bf16*
                         const float* lse, bf16* dq, bf16* dk, bf16* dv, const AttentionShape& a, int tile,
                         void* workspace, cudaStream_t stream);
 
-void to_bf16(const float* src, bf16* dst, std::size_t n, cudaStream_t stream);
-void to_float(const bf16* src, float* dst, std::size_t n, cudaStream_t stream);
 
 }  // namespace basp::kernels::cuda

@@ -104,23 +104,31 @@ std::string format_time(double s) {
   return with_unit(s * 1e9, "ns");
 }
 
-long parse_tokens(const std::string& text, const std::string& flag) {
+std::optional<double> parse_binary_multiple(const std::string& text, bool allow_fraction) {
   std::size_t used = 0;
-  long value = -1;
+  double value = 0;
   try {
-    value = std::stol(text, &used);
+    value = std::stod(text, &used);
   } catch (const std::exception&) {
-    used = 0;
+    return std::nullopt;
   }
-  std::string suffix = text.substr(used);
-  long scale = 1;
-  if (suffix == "K" || suffix == "k") scale = 1024;
-  else if (suffix == "M" || suffix == "m") scale = 1024 * 1024;
-  else if (!suffix.empty()) value = -1;
-  if (used == 0 || value < 1 || value > (1L << 40) / scale)
-    throw InputError("", 0, flag, "'" + text + "' is not a sequence length (tokens, e.g. 16384, 16K, 128K)");
+  const std::string suffix = text.substr(used);
+  double scale = 0;
+  if (suffix.empty()) scale = 1;
+  else if (suffix == "K" || suffix == "k") scale = 1024.0;
+  else if (suffix == "M" || suffix == "m") scale = 1048576.0;
+  else if (suffix == "G" || suffix == "g") scale = 1073741824.0;
+  if (scale == 0 || !(value > 0) || !std::isfinite(value) || (!allow_fraction && value != std::floor(value)))
+    return std::nullopt;
   return value * scale;
 }
 
+long parse_tokens(const std::string& text, const std::string& flag) {
+  const bool giga = !text.empty() && (text.back() == 'G' || text.back() == 'g');  // tokens stop at M
+  const auto tokens = giga ? std::nullopt : parse_binary_multiple(text, false);
+  if (!tokens || *tokens < 1 || *tokens > double(1L << 40))
+    throw InputError("", 0, flag, "'" + text + "' is not a sequence length (tokens, e.g. 16384, 16K, 128K)");
+  return long(*tokens);
+}
 
 }  // namespace basp

@@ -24,6 +24,10 @@ std::string format_bandwidth(double bytes_per_s);  // "50 GB/s"
 std::string format_time(double seconds);         // "12.3 us"
 // Every digit, for files read back by programs: "5.0000000000000001e-07 s".
 std::string format_exact(double value, const char* unit);
+// A positive number with an optional K, M or G suffix (×1024, ×1024², ×1024³), as people and
+// nccl-tests write counts and sizes ("16K", "128M"); nullopt otherwise. Whole numbers only unless
+// allow_fraction.
+std::optional<double> parse_binary_multiple(const std::string& text, bool allow_fraction);
 // A token count with an optional K (×1024) or M (×1024²) suffix ("16384", "16K", "128K");
 // throws InputError naming `flag` otherwise.
 long parse_tokens(const std::string& text, const std::string& flag);

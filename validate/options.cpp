@@ -15,24 +15,7 @@ namespace basp::validate {
 namespace {
 // nccl-tests sizes: "8", "1K", "128M", "1G" (×1024), or a quantity such as "64 MiB".
 double parse_size(const std::string& text, const std::string& flag) {
-  std::size_t used = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string suffix = text.substr(used);
-  double scale = -1;
-  if (suffix.empty())
-    scale = 1;
-  else if (suffix == "K" || suffix == "k")
-    scale = 1024;
-  else if (suffix == "M" || suffix == "m")
-    scale = 1048576;
-  else if (suffix == "G" || suffix == "g")
-    scale = 1073741824;
-  if (used > 0 && scale > 0 && value > 0) return value * scale;
+  if (auto b = parse_binary_multiple(text, true)) return *b;
   if (auto q = parse_quantity(text, Quantity::bytes); q && *q > 0) return *q;
   throw InputError("", 0, flag, "'" + text + "' is not a size (bytes: 8, 1K, 128M, 1G or 64 MiB)");
 }

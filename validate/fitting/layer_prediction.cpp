@@ -8,6 +8,7 @@
 #include "collective_run.hpp"
 #include "cost_model.hpp"
 #include "input_error.hpp"
+#include "layouts.hpp"
 
 namespace basp::fitting {
 
@@ -49,7 +50,7 @@ std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKin
     x.Hk = run.kv_heads;
     x.dh = double(run.head_dim);
     x.hq = x.H / x.P;
-    x.hk = run.kv_heads >= s.group_size ? x.Hk / x.P : 1.0;
+    x.hk = double(kernels::heads_per_peer(run.kv_heads, s.group_size));  // replicated when Hkv < P
     x.S = double(run.seq);
     x.nseq = x.T * x.P / x.S;
     x.e = cm.element_bytes;
