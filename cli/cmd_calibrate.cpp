@@ -1,5 +1,6 @@
 // `basp calibrate`: fits the topology's link parameters, software overheads (by simulating every
-// measured all-to-all) and compute efficiencies to basp-validate measurements; writes a calibration file.
+// measured all-to-all) and compute efficiencies to basp-validate measurements, or the parameters a
+// step-level file names to its figures (by simulating whole steps); writes a calibration file.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "calibration.hpp"
 #include "calibration_writer.hpp"
@@ -18,6 +20,7 @@
 #include "link_fit.hpp"
 #include "measurements.hpp"
 #include "options.hpp"
+#include "step_fit.hpp"
 
 namespace basp::cli {
 namespace {
@@ -25,7 +28,8 @@ namespace {
 struct CalibrateArgs {
   TopologyOptions topo;
   std::vector<std::string> measurements;
-  std::string out, name;
+  std::string out, name, start;
+  std::vector<std::string> fit;
   FormatOptions format;
 };
 
@@ -35,29 +39,45 @@ void print_quality(const char* what, const fitting::FitQuality& q) {
 }
 
 void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* compute,
-                  const fitting::Measurements& m, const std::string& out_path) {
+                  const fitting::StepFit* step, const fitting::Measurements& m, const std::string& out_path) {
   std::printf("# basp calibrate: %zu file(s) -> %s\n", m.sources.size(), out_path.c_str());
-  for (const auto& s : m.sources)
+  for (const auto& s : m.sources) {
     std::printf("#  %s (fnv1a64 %s, %s: %s)\n", s.path.c_str(), s.hash.c_str(), s.command.c_str(),
                 s.hardware.c_str());
+    if (!s.provenance.empty()) std::printf("#    provenance: %s\n", s.provenance.c_str());
+  }
   std::printf("#\n# %-36s %14s %14s %8s\n", "parameter", "value", "std. error", "");
   std::vector<fitting::FittedParameter> all;
   if (links) all = links->parameters;
   if (compute) all.insert(all.end(), compute->parameters.begin(), compute->parameters.end());
+  if (step) all = step->parameters;
   for (const auto& p : all) {
     const bool time = p.name.rfind("software.", 0) == 0 || p.name.find("latency") != std::string::npos;
     const bool flops = p.name.find("half_flops") != std::string::npos;
     const double scale = time ? 1e6 : flops ? 1e-9 : 1.0;
     const char* unit = time ? " us" : flops ? " GF" : "   ";
-    if (p.free)
+    if (p.free && std::isfinite(p.sigma))
       std::printf("  %-36s %11.5g%s %11.3g%s %8s\n", p.name.c_str(), p.value * scale, unit, p.sigma * scale,
                   unit, "fitted");
+    else if (p.free)  // as many runs as free parameters, or a singular fit: no standard error
+      std::printf("  %-36s %11.5g%s %14s %8s\n", p.name.c_str(), p.value * scale, unit, "unknown", "fitted");
     else
       std::printf("  %-36s %11.5g%s %14s %8s\n", p.name.c_str(), p.value * scale, unit, "-", "held");
   }
   std::printf("#\n");
   if (links) print_quality("link", links->quality);
   if (compute) print_quality("compute", compute->quality);
+  if (step) {
+    print_quality("step", step->quality);
+    std::printf("#\n# %-40s %10s %10s %9s %10s %9s\n", "figure", "measured", "at start", "error",
+                "fitted", "error");
+    for (std::size_t i = 0; i < step->labels.size(); ++i) {
+      const double mv = step->quality.measured[i], sv = step->predicted_at_start[i],
+                   pv = step->quality.predicted[i];
+      std::printf("  %-40s %10.5g %10.5g %8.2f%% %10.5g %8.2f%%\n", step->labels[i].c_str(), mv, sv,
+                  100 * (sv - mv) / mv, pv, 100 * (pv - mv) / mv);
+    }
+  }
 }
 
 nlohmann::json parameters_json(const std::vector<fitting::FittedParameter>& ps) {
@@ -71,9 +91,78 @@ nlohmann::json parameters_json(const std::vector<fitting::FittedParameter>& ps) 
   return out;
 }
 
+void print_parameters_csv(const std::vector<fitting::FittedParameter>& all) {
+  std::printf("parameter,value,sigma,free\n");
+  for (const auto& p : all) {
+    char sigma[32] = "";  // empty: held, no standard error
+    if (p.free && std::isfinite(p.sigma)) std::snprintf(sigma, sizeof sigma, "%.6g", p.sigma);
+    std::printf("%s,%.9g,%s,%s\n", p.name.c_str(), p.value, sigma, p.free ? "true" : "false");
+  }
+}
+
+// Step-level figures: their own fit, from --start, through whole-step simulations.
+int run_step_calibrate(const CalibrateArgs& a, const Topology& topo, const fitting::Measurements& m) {
+  if (!m.comm.empty() || !m.compute.empty() || !m.layers.empty())
+    throw InputError("", 0, "--measurements",
+                     "step-level figures are fitted on their own: calibrate the comm and compute runs "
+                     "first, then pass that file as --start with the step files");
+  const Calibration start = load_calibration(a.start.empty() ? "none" : a.start);
+  const fitting::StepFit step =
+      fitting::fit_step(a.topo.topology, a.topo.resolved_overrides(), start, m, a.fit);
+  if (!step.converged)
+    std::cerr << "basp: warning: the step fit stopped after " << step.iterations
+              << " iterations without converging; check the residuals before using the file\n";
+  fitting::CalibrationDocument doc;
+  doc.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
+  doc.topology = topo.name;
+  doc.measurements = &m;
+  doc.step = &step;
+  // The start as the user named it (not this machine's resolved path), with its content hash.
+  doc.start = start.name;
+  if (start.source.empty()) {
+    doc.start += " (the documented defaults)";
+  } else {
+    std::ifstream in(start.source, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    doc.start += " (--start " + a.start + ", fnv1a64 " + fitting::fnv1a_hex(bytes.str()) + ")";
+  }
+  std::ofstream out(a.out);
+  if (!out) throw InputError(a.out, 0, "--out", "cannot open this file for writing");
+  out << fitting::calibration_yaml(doc);
+  out.close();
+  if (a.format.format() == Format::json) {
+    nlohmann::json figures = nlohmann::json::array();
+    for (std::size_t i = 0; i < step.labels.size(); ++i)
+      figures.push_back({{"figure", step.labels[i]},
+                         {"measured", step.quality.measured[i]},
+                         {"predicted_at_start", step.predicted_at_start[i]},
+                         {"predicted", step.quality.predicted[i]}});
+    nlohmann::json j = {{"out", a.out},
+                        {"topology", topo.name},
+                        {"start", doc.start},
+                        {"step",
+                         {{"parameters", parameters_json(step.parameters)},
+                          {"r2", step.quality.r2},
+                          {"max_relative_residual", step.quality.max_relative_residual},
+                          {"median_relative_residual", step.quality.median_relative_residual},
+                          {"figures", figures}}}};
+    std::cout << j.dump(1) << "\n";
+  } else if (a.format.format() == Format::csv) {
+    print_parameters_csv(step.parameters);
+  } else {
+    print_report(nullptr, nullptr, &step, m, a.out);
+  }
+  return 0;
+}
+
 int run_calibrate(const CalibrateArgs& a) {
   const Topology topo = a.topo.load();
   const fitting::Measurements m = fitting::read_measurements(a.measurements);
+  if (!m.steps.empty()) return run_step_calibrate(a, topo, m);
+  if (!a.start.empty() || !a.fit.empty())
+    throw InputError("", 0, a.start.empty() ? "--fit" : "--start",
+                     "applies to step-level figures (a step measurements file) only");
   if (m.comm.empty() && m.compute.empty())
     throw InputError("", 0, "--measurements",
                      "no all-to-all or compute runs in these files: give the JSON of "
@@ -124,17 +213,12 @@ int run_calibrate(const CalibrateArgs& a) {
                       {"median_relative_residual", compute->quality.median_relative_residual}};
     std::cout << j.dump(1) << "\n";
   } else if (a.format.format() == Format::csv) {
-    std::printf("parameter,value,sigma,free\n");
     std::vector<fitting::FittedParameter> all;
     if (links) all = links->parameters;
     if (compute) all.insert(all.end(), compute->parameters.begin(), compute->parameters.end());
-    for (const auto& p : all) {
-      char sigma[32] = "";  // empty: held, no standard error
-      if (p.free && std::isfinite(p.sigma)) std::snprintf(sigma, sizeof sigma, "%.6g", p.sigma);
-      std::printf("%s,%.9g,%s,%s\n", p.name.c_str(), p.value, sigma, p.free ? "true" : "false");
-    }
+    print_parameters_csv(all);
   } else {
-    print_report(links ? &*links : nullptr, compute ? &*compute : nullptr, m, a.out);
+    print_report(links ? &*links : nullptr, compute ? &*compute : nullptr, nullptr, m, a.out);
   }
   return 0;
 }
@@ -148,11 +232,19 @@ void add_calibrate_command(CLI::App& app, std::function<int()>& run) {
   args->topo.add_to(*cmd, "");
   cmd->get_option("--topology")->required();
   cmd->add_option("--measurements,-m", args->measurements,
-                  "basp-validate --json files: comm runs fit links, compute runs fit efficiencies")
+                  "basp-validate --json files (comm runs fit links, compute runs fit efficiencies), or "
+                  "step-level figure files")
       ->required()
       ->expected(1, -1);
   cmd->add_option("--out,-o", args->out, "Calibration file to write")->required();
   cmd->add_option("--name", args->name, "Name inside the file (default: the file's stem)");
+  cmd->add_option("--start", args->start,
+                  "Step figures: calibration (NAME or FILE) to start from; parameters not fitted keep "
+                  "its values (default: none, the documented defaults)");
+  cmd->add_option("--fit", args->fit,
+                  "Step figures: parameters to fit, by name or prefix (links.nic.efficiency, compute, "
+                  "...); default: all")
+      ->delimiter(',');
   args->format.add_to(*cmd);
   cmd->callback([args, &run] { run = [args] { return run_calibrate(*args); }; });
 }

@@ -22,11 +22,15 @@ void TopologyOptions::add_to(CLI::App& app, const std::string& default_topology)
       ->check(CLI::IsMember({"pxn", "spine"}));
 }
 
-Topology TopologyOptions::load() const {
+TopologyOverrides TopologyOptions::resolved_overrides() const {
   TopologyOverrides o = overrides;
   if (!ecmp.empty()) o.ecmp = ecmp == "split" ? EcmpMode::split : EcmpMode::hash;
   if (!cross_rail.empty()) o.cross_rail = cross_rail == "pxn" ? CrossRail::pxn : CrossRail::spine;
-  return load_topology(topology, o);
+  return o;
+}
+
+Topology TopologyOptions::load() const {
+  return load_topology(topology, resolved_overrides());
 }
 
 void FormatOptions::add_to(CLI::App& app) {

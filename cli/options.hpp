@@ -17,6 +17,7 @@ struct TopologyOptions {
   std::string ecmp, cross_rail;
   void add_to(CLI::App& app, const std::string& default_topology);
   Topology load() const;
+  TopologyOverrides resolved_overrides() const;  // overrides with --ecmp and --cross-rail applied
 };
 
 enum class Format { table, json, csv };

@@ -50,7 +50,7 @@ Calibration load_calibration(const std::string& name_or_path) {
   }
   if (f.has("fit")) {  // written by `basp calibrate`: checked, kept for people, not used to simulate
     YamlFields fit = f.map("fit");
-    for (const char* part : {"links", "compute"}) {
+    for (const char* part : {"links", "compute", "step"}) {
       if (!fit.has(part)) continue;
       YamlFields q = fit.map(part);
       q.integer("samples", 1, 1L << 40);

@@ -183,13 +183,21 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
 
 }  // namespace
 
-StepReport simulate_step(const StepConfig& in, const StepOptions& options) {
+namespace {
+// `given` null: the calibration the config names (or the topology's).
+StepReport simulate_under(const StepConfig& in, const Calibration* given, const StepOptions& options) {
   StepReport rep;
   rep.config = in;
   StepConfig& c = rep.config;
   rep.topology = load_topology(in.topology, in.overrides);
-  if (c.calibration.empty()) c.calibration = rep.topology.calibration.empty() ? "none" : rep.topology.calibration;
-  rep.calibration = load_calibration(c.calibration);
+  if (given) {
+    rep.calibration = *given;
+    c.calibration = given->name;
+  } else {
+    if (c.calibration.empty())
+      c.calibration = rep.topology.calibration.empty() ? "none" : rep.topology.calibration;
+    rep.calibration = load_calibration(c.calibration);
+  }
   apply_calibration(rep.topology, rep.calibration);
   rep.model = load_model(in.model);
   rep.gpu_kind = rep.topology.gpu_kind;
@@ -233,6 +241,15 @@ StepReport simulate_step(const StepConfig& in, const StepOptions& options) {
     for (StrategyResult& r : rep.results) r.speedup_vs_ulysses = *ulysses_step / r.step_s;
   if (trace) trace->finish();
   return rep;
+}
+}  // namespace
+
+StepReport simulate_step(const StepConfig& in, const StepOptions& options) {
+  return simulate_under(in, nullptr, options);
+}
+
+StepReport simulate_step(const StepConfig& in, const Calibration& calibration, const StepOptions& options) {
+  return simulate_under(in, &calibration, options);
 }
 
 std::string_view to_string(Strategy s) {

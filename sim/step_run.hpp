@@ -68,5 +68,8 @@ struct StepOptions {
 
 // Throws InputError for bad input (exit 2).
 StepReport simulate_step(const StepConfig& config, const StepOptions& options = {});
+// The same under a calibration given as values (a fit trying parameters), not named by the config.
+StepReport simulate_step(const StepConfig& config, const Calibration& calibration,
+                         const StepOptions& options = {});
 
 }  // namespace basp

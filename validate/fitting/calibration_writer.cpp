@@ -32,65 +32,88 @@ void quality(std::ostringstream& o, const char* what, const FitQuality& q) {
   o << "    max_relative_residual: " << num(q.max_relative_residual) << "\n";
   o << "    median_relative_residual: " << num(q.median_relative_residual) << "\n";
 }
+
+void link_and_software_values(std::ostringstream& o, const Calibration& c) {
+  bool any_link = false;
+  for (const auto& l : c.links) any_link = any_link || l.efficiency || l.latency_s;
+  if (any_link) {
+    o << "links:\n";
+    for (int k = 0; k < 5; ++k) {
+      const LinkCalibration& l = c.links[k];
+      if (!l.efficiency && !l.latency_s) continue;
+      o << "  " << to_string(LinkClass(k)) << ":\n";
+      if (l.efficiency) o << "    efficiency: " << num(*l.efficiency) << "\n";
+      if (l.latency_s) o << "    latency: " << micros(*l.latency_s) << "\n";
+    }
+  }
+  if (c.launch_s || c.per_peer_s) {
+    o << "software:\n";
+    if (c.launch_s) o << "  launch_overhead: " << micros(*c.launch_s) << "\n";
+    if (c.per_peer_s) o << "  per_peer_overhead: " << micros(*c.per_peer_s) << "\n";
+  }
+}
+
+// `memory`: written only when it was fitted or held from a start file (a compute microbenchmark
+// fit has no memory-bound runs and leaves the default).
+void compute_values(std::ostringstream& o, const ComputeEfficiency& e, bool memory) {
+  o << "compute:\n";
+  o << "  gemm: " << num(e.gemm) << "\n  attention_forward: " << num(e.attention_forward) << "\n";
+  o << "  attention_backward: " << num(e.attention_backward) << "\n";
+  if (memory) o << "  memory: " << num(e.memory) << "\n";
+  if (e.gemm_half_flops > 0) o << "  gemm_half_flops: " << num(e.gemm_half_flops) << "\n";
+  if (e.attention_forward_half_flops > 0)
+    o << "  attention_forward_half_flops: " << num(e.attention_forward_half_flops) << "\n";
+  if (e.attention_backward_half_flops > 0)
+    o << "  attention_backward_half_flops: " << num(e.attention_backward_half_flops) << "\n";
+}
+
+void header(std::ostringstream& o, const CalibrationDocument& d, const std::string& description) {
+  o << "# Fitted by `basp calibrate` (least squares through the simulator; calibrations/README.md).\n";
+  o << "name: " << quoted(d.name) << "\n";
+  o << "description: " << quoted(description) << "\n";
+  o << "topology: " << quoted(d.topology) << "\n";
+  o << "measurements: |\n";
+  for (const MeasurementSource& s : d.measurements->sources) {
+    o << "  " << s.path << " (fnv1a64 " << s.hash << ", " << s.command << ", " << s.hardware << ")\n";
+    if (!s.provenance.empty()) o << "    provenance: " << s.provenance << "\n";
+  }
+}
 }  // namespace
 
 std::string calibration_yaml(const CalibrationDocument& d) {
   std::ostringstream o;
-  const std::size_t comm_runs = d.links ? d.links->quality.measured.size() : 0;
-  const std::size_t compute_runs = d.compute ? d.compute->quality.measured.size() : 0;
-  o << "# Fitted by `basp calibrate` (least squares through the simulator; calibrations/README.md).\n";
-  o << "name: " << quoted(d.name) << "\n";
-  o << "description: "
-    << quoted("fitted by basp calibrate on " + std::to_string(comm_runs) + " all-to-all and " +
-              std::to_string(compute_runs) + " compute runs")
-    << "\n";
-  o << "topology: " << quoted(d.topology) << "\n";
-  o << "measurements: |\n";
-  for (const MeasurementSource& s : d.measurements->sources)
-    o << "  " << s.path << " (fnv1a64 " << s.hash << ", " << s.command << ", " << s.hardware << ")\n";
-  o << "sources: |\n  Every all-to-all run of the files above was simulated on the topology (contention "
-       "included)\n"
-       "  and the link and software parameters minimise the relative errors; compute efficiencies per\n"
-       "  class are e*F/(F + F_half) of the GPU kind's peak, fitted to the compute runs. Parameters marked\n"
-       "  free: false could not be told apart by these runs and keep the topology's (or default) value.\n";
-  if (d.links) {
-    const Calibration& c = d.links->calibration;
-    bool any_link = false;
-    for (const auto& l : c.links) any_link = any_link || l.efficiency || l.latency_s;
-    if (any_link) {
-      o << "links:\n";
-      for (int k = 0; k < 5; ++k) {
-        const LinkCalibration& l = c.links[k];
-        if (!l.efficiency && !l.latency_s) continue;
-        o << "  " << to_string(LinkClass(k)) << ":\n";
-        if (l.efficiency) o << "    efficiency: " << num(*l.efficiency) << "\n";
-        if (l.latency_s) o << "    latency: " << micros(*l.latency_s) << "\n";
-      }
-    }
-    if (c.launch_s || c.per_peer_s) {
-      o << "software:\n";
-      if (c.launch_s) o << "  launch_overhead: " << micros(*c.launch_s) << "\n";
-      if (c.per_peer_s) o << "  per_peer_overhead: " << micros(*c.per_peer_s) << "\n";
-    }
-  }
-  if (d.compute && compute_runs > 0) {
-    const ComputeEfficiency& e = d.compute->efficiency;
-    o << "compute:\n";
-    o << "  gemm: " << num(e.gemm) << "\n  attention_forward: " << num(e.attention_forward) << "\n";
-    o << "  attention_backward: " << num(e.attention_backward) << "\n";
-    if (e.gemm_half_flops > 0) o << "  gemm_half_flops: " << num(e.gemm_half_flops) << "\n";
-    if (e.attention_forward_half_flops > 0)
-      o << "  attention_forward_half_flops: " << num(e.attention_forward_half_flops) << "\n";
-    if (e.attention_backward_half_flops > 0)
-      o << "  attention_backward_half_flops: " << num(e.attention_backward_half_flops) << "\n";
+  if (d.step) {
+    header(o, d, "fitted by basp calibrate on " + std::to_string(d.step->quality.measured.size()) +
+                     " step-level figures, starting from " + d.start);
+    o << "sources: |\n  Every figure of the files above was simulated as a whole training step (Ulysses and\n"
+         "  BASP, every model it names) and the parameters marked free: true minimise the relative\n"
+         "  errors. The others (marked free: false, or not fitted at all) keep the start's values:\n"
+         "  " << d.start << "\n";
+    link_and_software_values(o, d.step->calibration);
+    compute_values(o, d.step->calibration.compute, true);
+  } else {
+    const std::size_t comm_runs = d.links ? d.links->quality.measured.size() : 0;
+    const std::size_t compute_runs = d.compute ? d.compute->quality.measured.size() : 0;
+    header(o, d, "fitted by basp calibrate on " + std::to_string(comm_runs) + " all-to-all and " +
+                     std::to_string(compute_runs) + " compute runs");
+    o << "sources: |\n  Every all-to-all run of the files above was simulated on the topology (contention "
+         "included)\n"
+         "  and the link and software parameters minimise the relative errors; compute efficiencies per\n"
+         "  class are e*F/(F + F_half) of the GPU kind's peak, fitted to the compute runs. Parameters "
+         "marked\n"
+         "  free: false could not be told apart by these runs and keep the topology's (or default) value.\n";
+    if (d.links) link_and_software_values(o, d.links->calibration);
+    if (d.compute && compute_runs > 0) compute_values(o, d.compute->efficiency, false);
   }
   o << "fit:\n";
   if (d.links) quality(o, "links", d.links->quality);
-  if (d.compute && compute_runs > 0) quality(o, "compute", d.compute->quality);
+  if (d.compute && !d.compute->quality.measured.empty()) quality(o, "compute", d.compute->quality);
+  if (d.step) quality(o, "step", d.step->quality);
   o << "  parameters:\n";
   std::vector<FittedParameter> all;
   if (d.links) all = d.links->parameters;
   if (d.compute) all.insert(all.end(), d.compute->parameters.begin(), d.compute->parameters.end());
+  if (d.step) all = d.step->parameters;
   for (const FittedParameter& p : all) {
     o << "    - name: " << p.name << "\n      value: " << num(p.value) << "\n";
     // Free but without a standard error: as many runs as parameters (no degrees of freedom left).

@@ -7,6 +7,7 @@
 #include "compute_fit.hpp"
 #include "link_fit.hpp"
 #include "measurements.hpp"
+#include "step_fit.hpp"
 
 namespace basp::fitting {
 
@@ -16,6 +17,8 @@ struct CalibrationDocument {
   const Measurements* measurements = nullptr;
   const LinkFit* links = nullptr;       // null: no all-to-all runs were fitted
   const ComputeFit* compute = nullptr;  // null: no compute runs were fitted
+  const StepFit* step = nullptr;        // set: a step-level fit, which writes every value it simulated with
+  std::string start;                    // the calibration the step fit started from (name and file)
 };
 
 // The YAML text; load_calibration reads it back.

@@ -55,6 +55,8 @@ std::string hardware_line(const json& hw) {
                ? j[key][0].get<std::string>()
                : std::string();
   };
+  if (hw.is_object() && hw.contains("description") && hw["description"].is_string())
+    return hw["description"].get<std::string>();  // step files: the cluster in words
   std::ostringstream o;
   o << str(hw, "backend") << ", " << str(hw, "launcher");
   if (hw.is_object() && hw.contains("hosts") && hw["hosts"].is_array())
@@ -74,6 +76,62 @@ int positive(const json& j, const std::string& key, const std::string& path, con
   return int(v);
 }
 
+// Step-level figures: the setting, then each figure with what it is a figure of.
+void read_step(const json& j, const json& results, const std::string& path, std::size_t id, Measurements& m) {
+  m.sources[id].provenance = text(j, "provenance", path, "");
+  if (m.sources[id].provenance.empty())
+    throw InputError(path, 0, "provenance", "say where these figures come from (paper, logs, run)");
+  const json& c = field(j, "config", path, "");
+  StepSetting set;
+  set.topology = text(c, "topology", path, "config");
+  set.seq = positive(c, "seq", path, "config");
+  set.batch = positive(c, "batch", path, "config");
+  set.sp = positive(c, "sp", path, "config");
+  const double zero = number(c, "zero", path, "config");
+  if (zero != 0 && zero != 1 && zero != 2 && zero != 3)
+    throw InputError(path, 0, "config.zero", "ZeRO stages are 0, 1, 2 and 3");
+  set.zero = int(zero);
+  const json& ck = field(c, "checkpointing", path, "config");
+  if (!ck.is_boolean()) throw InputError(path, 0, "config.checkpointing", "must be true or false");
+  set.checkpointing = ck.get<bool>();
+  set.source = id;
+  m.step_settings.push_back(set);
+  if (results.empty()) throw InputError(path, 0, "results", "a step file needs at least one figure");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::string where = "results[" + std::to_string(i) + "]";
+    const json& r = results[i];
+    StepObservation o;
+    o.quantity = text(r, "quantity", path, where);
+    o.statistic = text(r, "statistic", path, where);
+    o.value = number(r, "value", path, where);
+    o.setting = m.step_settings.size() - 1;
+    const bool per_strategy = o.quantity == "step_s" || o.quantity == "a2a_s" || o.quantity == "a2a_share";
+    if (!per_strategy && o.quantity != "speedup" && o.quantity != "a2a_reduction")
+      throw InputError(path, 0, where + ".quantity",
+                       "'" + o.quantity + "' is not one of step_s, a2a_s, a2a_share, speedup, a2a_reduction");
+    if (per_strategy) {
+      o.strategy = text(r, "strategy", path, where);
+      if (o.strategy != "ulysses" && o.strategy != "basp")
+        throw InputError(path, 0, where + ".strategy", "must be ulysses or basp");
+    }
+    if (o.statistic != "value" && o.statistic != "min" && o.statistic != "max")
+      throw InputError(path, 0, where + ".statistic", "must be value (one model), min or max (over models)");
+    const json& models = field(r, "models", path, where);
+    if (!models.is_array() || models.empty())
+      throw InputError(path, 0, where + ".models", "must be a non-empty list of model names");
+    for (const json& name : models) {
+      if (!name.is_string()) throw InputError(path, 0, where + ".models", "must list model names (text)");
+      o.models.push_back(name.get<std::string>());
+    }
+    if (o.statistic == "value" && o.models.size() != 1)
+      throw InputError(path, 0, where + ".models", "statistic value is of exactly one model");
+    if (!(o.value > 0)) throw InputError(path, 0, where + ".value", "must be positive");
+    if (o.quantity == "a2a_share" && o.value >= 1)
+      throw InputError(path, 0, where + ".value", "a share is a fraction of the step, below 1");
+    m.steps.push_back(o);
+  }
+}
+
 // Appends what one parsed file holds.
 void read_one(const json& j, const std::string& path, const std::string& bytes, Measurements& m) {
   if (text(j, "schema", path, "") != "basp-measurements")
@@ -81,7 +139,7 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
   if (number(j, "schema_version", path, "") != 1)
     throw InputError(path, 0, "schema_version", "this basp reads version 1");
   MeasurementSource src{path, fnv1a_hex(bytes), text(j, "command", path, ""),
-                        hardware_line(field(j, "hardware", path, ""))};
+                        hardware_line(field(j, "hardware", path, "")), ""};
   const std::size_t id = m.sources.size();
   m.sources.push_back(src);
   const json& results = field(j, "results", path, "");
@@ -121,6 +179,12 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
     m.layers.push_back(run);
     return;
   }
+  if (src.command == "step") {
+    read_step(j, results, path, id, m);
+    return;
+  }
+  if (src.command != "comm" && src.command != "compute")
+    throw InputError(path, 0, "command", "'" + src.command + "' is not one of layer, comm, compute, step");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const std::string where = "results[" + std::to_string(i) + "]";
     const json& r = results[i];

@@ -1,5 +1,5 @@
-// Reading `basp-validate` measurement files (schema basp-measurements v1) back: the communication
-// rows and compute rows a fit needs, and where they came from (file, content hash, hardware).
+// Reading measurement files (schema basp-measurements v1) back: `basp-validate`'s communication,
+// compute and layer rows, step-level figures, and where they came from (file, content hash, hardware).
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,9 @@ namespace basp::fitting {
 struct MeasurementSource {
   std::string path;
   std::string hash;      // FNV-1a 64 of the file's bytes, hex: names the exact file a fit used
-  std::string command;   // layer | comm | compute
+  std::string command;   // layer | comm | compute | step
   std::string hardware;  // one line: backend, launcher, ranks, first host, CPU or first GPU
+  std::string provenance;  // step files: where the figures come from (a paper, a framework's logs)
 };
 
 struct CommSample {
@@ -49,11 +50,31 @@ struct LayerRun {
   std::size_t source = 0;
 };
 
+// Step-level figures of whole training steps (a framework's logs, or a paper's published ratios):
+// the job they were measured on, and each figure as one number the simulator predicts for it.
+struct StepSetting {
+  std::string topology;
+  long seq = 0;
+  int batch = 0, sp = 0, zero = 3;
+  bool checkpointing = false;
+  std::size_t source = 0;
+};
+struct StepObservation {
+  std::string quantity;   // step_s | a2a_s | a2a_share (per strategy) | speedup | a2a_reduction (BASP over Ulysses)
+  std::string strategy;   // ulysses | basp for the per-strategy quantities, else empty
+  std::string statistic;  // value: of the one model; min | max: over `models`
+  std::vector<std::string> models;
+  double value = 0;
+  std::size_t setting = 0;  // index into Measurements::step_settings
+};
+
 struct Measurements {
   std::vector<MeasurementSource> sources;
   std::vector<CommSample> comm;
   std::vector<ComputeSample> compute;
   std::vector<LayerRun> layers;
+  std::vector<StepSetting> step_settings;
+  std::vector<StepObservation> steps;
 };
 
 // Reads each file and appends what it holds; throws InputError (file, field) on a file that is

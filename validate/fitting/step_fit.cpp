@@ -1,0 +1,265 @@
+// Every evaluation simulates each (setting, model) pair once under Ulysses and BASP and derives all
+// figures from those runs. Parameters live in transformed space as in the link fit (efficiencies
+// through a logistic, times through a log); residuals are relative, (p − m)/m.
+#include "step_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "input_error.hpp"
+#include "least_squares.hpp"
+#include "step_run.hpp"
+
+namespace basp::fitting {
+
+namespace {
+
+enum class Kind { link_efficiency, launch, per_peer, compute };
+struct Param {
+  Kind kind;
+  LinkClass cls = LinkClass::fabric;
+  double ComputeEfficiency::*field = nullptr;
+  std::string name;
+};
+
+constexpr double kMinEfficiency = 1e-4;  // a step can never make a capacity or a speed 0
+double sigmoid(double u) {
+  return 1 / (1 + std::exp(-u));
+}
+double logistic(double u) {
+  return kMinEfficiency + (1 - kMinEfficiency) * sigmoid(u);
+}
+double logit(double p) {
+  const double q = (std::clamp(p, 1e-3, 0.999) - kMinEfficiency) / (1 - kMinEfficiency);
+  return std::log(q / (1 - q));
+}
+
+std::vector<Param> all_params(const Topology& topo) {
+  std::vector<Param> ps;
+  std::array<bool, 5> present{};
+  for (const Link& l : topo.links) present[int(l.cls)] = true;
+  for (int c = 0; c < 5; ++c)
+    if (present[c])
+      ps.push_back({Kind::link_efficiency, LinkClass(c), nullptr,
+                    "links." + std::string(to_string(LinkClass(c))) + ".efficiency"});
+  ps.push_back({Kind::launch, LinkClass::fabric, nullptr, "software.launch_overhead"});
+  ps.push_back({Kind::per_peer, LinkClass::fabric, nullptr, "software.per_peer_overhead"});
+  ps.push_back({Kind::compute, LinkClass::fabric, &ComputeEfficiency::gemm, "compute.gemm"});
+  ps.push_back(
+      {Kind::compute, LinkClass::fabric, &ComputeEfficiency::attention_forward, "compute.attention_forward"});
+  ps.push_back({Kind::compute, LinkClass::fabric, &ComputeEfficiency::attention_backward,
+                "compute.attention_backward"});
+  ps.push_back({Kind::compute, LinkClass::fabric, &ComputeEfficiency::memory, "compute.memory"});
+  return ps;
+}
+
+bool selected(const std::string& name, const std::vector<std::string>& fit) {
+  if (fit.empty()) return true;
+  for (const std::string& f : fit)
+    if (name == f || (name.size() > f.size() && name.compare(0, f.size(), f) == 0 && name[f.size()] == '.'))
+      return true;
+  return false;
+}
+
+double start_value(const Param& p, const Calibration& start, const Topology& topo) {
+  switch (p.kind) {
+    case Kind::link_efficiency:
+      // Unset: near the nominal rate, where the logistic still has a slope.
+      return start.links[int(p.cls)].efficiency.value_or(0.99);
+    case Kind::launch:
+      return start.launch_s.value_or(topo.software.launch_s);
+    case Kind::per_peer:
+      return start.per_peer_s.value_or(topo.software.per_peer_s);
+    case Kind::compute:
+      return start.compute.*p.field;
+  }
+  return 0;
+}
+
+double to_solver(const Param& p, double v) {
+  return p.kind == Kind::link_efficiency || p.kind == Kind::compute ? logit(v) : std::log(v);
+}
+double from_solver(const Param& p, double u) {
+  return p.kind == Kind::link_efficiency || p.kind == Kind::compute ? logistic(u) : std::exp(u);
+}
+
+void set(Calibration& c, const Param& p, double v) {
+  switch (p.kind) {
+    case Kind::link_efficiency:
+      c.links[int(p.cls)].efficiency = v;
+      break;
+    case Kind::launch:
+      c.launch_s = v;
+      break;
+    case Kind::per_peer:
+      c.per_peer_s = v;
+      break;
+    case Kind::compute:
+      c.compute.*p.field = v;
+      break;
+  }
+}
+
+struct StrategyFigures {
+  double step_s = 0, a2a_s = 0, a2a_share = 0;
+};
+struct ModelRun {
+  StrategyFigures ulysses, basp;
+};
+
+double figure(const StepObservation& o, const ModelRun& r) {
+  const StrategyFigures& s = o.strategy == "basp" ? r.basp : r.ulysses;
+  if (o.quantity == "step_s") return s.step_s;
+  if (o.quantity == "a2a_s") return s.a2a_s;
+  if (o.quantity == "a2a_share") return s.a2a_share;
+  if (o.quantity == "speedup") return r.ulysses.step_s / r.basp.step_s;
+  return r.ulysses.a2a_s / r.basp.a2a_s;  // a2a_reduction
+}
+
+StepConfig config_of(const std::string& topology, const TopologyOverrides& overrides, const StepSetting& s,
+                     const std::string& model) {
+  StepConfig c;
+  c.topology = topology;
+  c.overrides = overrides;
+  c.model = model;
+  c.seq = s.seq;
+  c.batch = s.batch;
+  c.sp = s.sp;
+  c.gpus = s.sp;
+  c.zero = s.zero;
+  c.checkpointing = s.checkpointing;
+  c.strategies = {Strategy::ulysses, Strategy::basp};
+  return c;
+}
+
+std::string label(const StepObservation& o) {
+  std::string l = o.quantity;
+  if (!o.strategy.empty()) l += " " + o.strategy;
+  if (o.statistic == "value") return l + " " + o.models[0];
+  return l + " " + o.statistic + " over " + std::to_string(o.models.size()) + " models";
+}
+
+}  // namespace
+
+std::vector<std::string> step_parameter_names(const Topology& topo) {
+  std::vector<std::string> names;
+  for (const Param& p : all_params(topo)) names.push_back(p.name);
+  return names;
+}
+
+std::vector<double> predict_step_figures(const std::string& topology, const TopologyOverrides& overrides,
+                                         const Calibration& cal, const Measurements& m) {
+  // One simulation per (setting, model), shared by every figure that needs it.
+  std::map<std::pair<std::size_t, std::string>, ModelRun> runs;
+  for (const StepObservation& o : m.steps)
+    for (const std::string& model : o.models) runs[{o.setting, model}];
+  for (auto& [key, run] : runs) {
+    const StepSetting& s = m.step_settings[key.first];
+    StepReport rep;
+    try {
+      rep = simulate_step(config_of(topology, overrides, s, key.second), cal);
+    } catch (const InputError& e) {
+      throw InputError(m.sources[s.source].path, 0, "results", "model '" + key.second + "': " + e.what());
+    }
+    for (const StrategyResult& r : rep.results) {
+      StrategyFigures& f = r.strategy == Strategy::basp ? run.basp : run.ulysses;
+      f = {r.step_s, r.a2a_s, r.a2a_share};
+    }
+  }
+  std::vector<double> out;
+  for (const StepObservation& o : m.steps) {
+    double v = o.statistic == "max" ? -std::numeric_limits<double>::infinity()
+                                    : std::numeric_limits<double>::infinity();
+    for (const std::string& model : o.models) {
+      const double f = figure(o, runs.at({o.setting, model}));
+      v = o.statistic == "max" ? std::max(v, f) : std::min(v, f);  // "value": its one model
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides, const Calibration& start,
+                 const Measurements& m, const std::vector<std::string>& fit) {
+  const Topology topo = load_topology(topology, overrides);
+  for (const StepSetting& s : m.step_settings)
+    if (s.topology != topo.name)
+      throw InputError(m.sources[s.source].path, 0, "config.topology",
+                       "these figures are of '" + s.topology + "', --topology is '" + topo.name + "'");
+  const std::vector<Param> every = all_params(topo);
+  for (const std::string& f : fit) {
+    bool known = false;
+    for (const Param& p : every) known = known || selected(p.name, {f});
+    if (!known) {
+      std::string names;
+      for (const Param& p : every) names += (names.empty() ? "" : ", ") + p.name;
+      throw InputError("", 0, "--fit", "'" + f + "' names no parameter of this fit; they are " + names);
+    }
+  }
+  std::vector<Param> ps;
+  std::vector<double> x0;
+  for (const Param& p : every)
+    if (selected(p.name, fit)) ps.push_back(p), x0.push_back(to_solver(p, start_value(p, start, topo)));
+  if (m.steps.size() < ps.size())
+    throw InputError("", 0, "--fit",
+                     std::to_string(m.steps.size()) + " step figures cannot determine " +
+                         std::to_string(ps.size()) + " parameters: name at most " +
+                         std::to_string(m.steps.size()) + " with --fit (the others keep --start's values)");
+  const auto with = [&](const Eigen::VectorXd& x) {
+    Calibration c = start;
+    for (std::size_t i = 0; i < ps.size(); ++i) set(c, ps[i], from_solver(ps[i], x[long(i)]));
+    return c;
+  };
+  const auto residuals = [&](const Eigen::VectorXd& x) {
+    const std::vector<double> p = predict_step_figures(topology, overrides, with(x), m);
+    Eigen::VectorXd r(long(p.size()));
+    for (std::size_t i = 0; i < p.size(); ++i) r[long(i)] = (p[i] - m.steps[i].value) / m.steps[i].value;
+    return r;
+  };
+  // Ratios of step figures cannot tell a faster network from a slower GPU; when they cannot separate
+  // parameters, the compute efficiencies (best known from kernel benchmarks) keep --start's values first.
+  std::vector<int> hold_first;
+  for (const Param& p : ps)
+    hold_first.push_back(p.kind == Kind::compute ? 2 : p.kind == Kind::link_efficiency ? 0 : 1);
+  const LeastSquaresFit lsq = levenberg_marquardt(
+      residuals, Eigen::Map<const Eigen::VectorXd>(x0.data(), long(x0.size())), hold_first, 40, 1e-3);
+  StepFit out;
+  out.iterations = lsq.iterations;
+  out.converged = lsq.converged;
+  // Held parameters keep --start's values exactly (not the solver's round trip through logit).
+  Eigen::VectorXd x = lsq.x;
+  for (std::size_t i = 0; i < ps.size(); ++i)
+    if (!lsq.free[i]) x[long(i)] = x0[i];
+  out.calibration = start;
+  for (std::size_t i = 0; i < ps.size(); ++i)
+    if (lsq.free[i]) set(out.calibration, ps[i], from_solver(ps[i], x[long(i)]));
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    const double u = x[long(i)], su = lsq.sigma[long(i)];
+    FittedParameter p{ps[i].name, from_solver(ps[i], u), su, bool(lsq.free[i])};
+    // A held link class the start leaves unset runs at its nominal rate.
+    if (!p.free && ps[i].kind == Kind::link_efficiency && !start.links[int(ps[i].cls)].efficiency)
+      p.value = 1;
+    if (ps[i].kind == Kind::link_efficiency || ps[i].kind == Kind::compute)
+      p.sigma = su * (1 - kMinEfficiency) * sigmoid(u) * (1 - sigmoid(u));
+    else
+      p.sigma = su * p.value;
+    out.parameters.push_back(p);
+  }
+  out.predicted_at_start = predict_step_figures(topology, overrides, start, m);
+  const std::vector<double> predicted = predict_step_figures(topology, overrides, out.calibration, m);
+  std::vector<double> rel;
+  for (std::size_t i = 0; i < m.steps.size(); ++i) {
+    out.labels.push_back(label(m.steps[i]));
+    out.quality.measured.push_back(m.steps[i].value);
+    out.quality.predicted.push_back(predicted[i]);
+    rel.push_back(std::abs(predicted[i] - m.steps[i].value) / m.steps[i].value);
+  }
+  out.quality.r2 = r_squared(out.quality.measured, out.quality.predicted);
+  out.quality.max_relative_residual = *std::max_element(rel.begin(), rel.end());
+  out.quality.median_relative_residual = median(rel);
+  return out;
+}
+
+}  // namespace basp::fitting
