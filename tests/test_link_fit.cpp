@@ -156,3 +156,22 @@ TEST_CASE("fit: compute efficiencies and their size dependence come back from no
   CHECK_THROWS_WITH(fit_compute(gpu, ComputeEfficiency{}, impossible), Catch::Contains("peak is too low"));
   CHECK_THROWS_WITH(compute_class_of("conv"), Catch::Contains("unknown compute operation"));
 }
+
+TEST_CASE("fit: the memory-bound efficiency comes back from rotary and pack runs") {
+  const GpuKind& gpu = *lookup_gpu_kind("A100-40GB");
+  std::vector<ComputeSample> samples;
+  for (double bytes = 1e6; bytes <= 1e9; bytes *= 10) {
+    samples.push_back({"rotary", 0, bytes / (gpu.hbm_Bps * 0.55), 0, bytes});
+    samples.push_back({"pack_qkv", 0, bytes / (gpu.hbm_Bps * 0.55), 0, bytes});
+  }
+  samples.push_back({"gemm_out", 1e12, 1e12 / (gpu.peak_bf16_flops * 0.7), 0});
+  const ComputeFit fit = fit_compute(gpu, ComputeEfficiency{}, samples);
+  CHECK(fit.memory_fitted);
+  CHECK(fit.efficiency.memory == Approx(0.55).epsilon(1e-6));
+  CHECK(fit.efficiency.gemm == Approx(0.7).epsilon(1e-6));
+  CHECK(fit.quality.max_relative_residual < 1e-6);
+  // Faster than the GPU kind's memory bandwidth: that figure is wrong, not the run.
+  std::vector<ComputeSample> impossible = {{"pack_qkv", 0, 1e9 / (gpu.hbm_Bps * 2), 0, 1e9}};
+  CHECK_THROWS_WITH(fit_compute(gpu, ComputeEfficiency{}, impossible),
+                    Catch::Contains("memory bandwidth") && Catch::Contains("too low"));
+}

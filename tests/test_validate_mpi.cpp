@@ -2,6 +2,7 @@
 // replication included), B = 1 makes them identical, the exact all-to-all check, refusals, the watchdog.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -97,12 +98,27 @@ TEST_CASE("validate comm: the global and grouped all-to-alls deliver every eleme
   }
 }
 
-TEST_CASE("validate compute: the layer's GEMMs and attention report achieved FLOP/s") {
-  const Run r = mpirun(2, "compute --heads 4 --kv-heads 2 --head-dim 16 --hidden 64 --seq 128 -w 0 -n 1");
+TEST_CASE("validate compute: GEMMs and attention report FLOP/s and memory-bound kernels GB/s") {
+  TempFile json("", ".json");
+  const Run r = mpirun(2,
+                       "compute --heads 4 --kv-heads 2 --head-dim 16 --hidden 64 --seq 128 --batch 2 -w 0 "
+                       "-n 1 --json " +
+                           json.path);
   INFO(r.out);
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out,
-             Catch::Contains("attn_bwd") && Catch::Contains("(TFLOP/s)") && Catch::Contains("gemm_qkv"));
+  CHECK_THAT(r.out, Catch::Contains("attn_bwd") && Catch::Contains("(TFLOP/s)") &&
+                        Catch::Contains("gemm_qkv") && Catch::Contains("rotary") && Catch::Contains("GB/s"));
+  // Bytes as the cost model counts them (fp32, read and written once): for Ulysses with 2 ranks,
+  // T = 2 · 128 / 2 tokens; rotary moves Q (4 heads) and K (2 heads) of dim 16, pack moves Q, K and V
+  // with 1 KV head per peer for each of the 2 peers.
+  const auto j = read_json(json.path);
+  std::map<std::string, double> bytes;
+  for (const auto& row : j.at("results"))
+    if (row.at("strategy") == "ulysses")
+      bytes[row.at("op").get<std::string>()] = row.at("bytes").get<double>();
+  CHECK(bytes.at("rotary") == 2.0 * 4 * 128 * (4 + 2) * 16);
+  CHECK(bytes.at("pack_qkv") == 2.0 * 4 * (128 * 4 * 16 + 2 * 2 * 128 * 1 * 16));
+  CHECK(bytes.at("gemm_qkv") == 0);
 }
 
 TEST_CASE("validate: impossible configurations exit 2 with one clear message") {
@@ -156,6 +172,7 @@ TEST_CASE(
                                        " " + c2.path + " --out " + cal.path);
   INFO(fit.out);
   REQUIRE(fit.code == 0);
+  CHECK_THAT(fit.out, Catch::Contains("compute.memory"));  // from the rotary and pack runs
   const Run check = basp::test::basp_cli(
       "check --topology localhost-cpu --calibration " + cal.path + " -m " + layer.path + " --json", false);
   REQUIRE(check.code == 0);

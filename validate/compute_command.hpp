@@ -1,5 +1,5 @@
-// `basp-validate compute`: the layer's GEMMs and causal attention at one rank's shapes under each
-// strategy, timed on every rank at once (as in training), reported as achieved FLOP/s.
+// `basp-validate compute`: the layer's GEMMs, causal attention and memory-bound kernels (rotary,
+// pack) at one rank's shapes under each strategy, timed on every rank at once (as in training).
 #pragma once
 
 #include <cstdio>
@@ -34,6 +34,7 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
     Phase phase;
     double flops;
     std::string shape;
+    double bytes = 0;  // memory-bound kernels: bytes read and written
   };
   nlohmann::json results = nlohmann::json::array();
   std::ostringstream table;
@@ -43,7 +44,7 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
     AttentionLayer<Ops> L(ops, o.shape, plan);
     ops.upload(L.x, token_slice(o.seed, InputTensor::x, o.shape, plan));
     const double T = double(L.T), D = double(L.D), H = o.shape.heads, Hk = o.shape.kv_heads,
-                 dh = double(L.dh);
+                 dh = double(L.dh), e = ops.element_bytes();
     const kernels::AttentionShape a = L.attention_shape();
     const double fwd = attention_forward_flops(a);
     const std::vector<Op> ops_list = {
@@ -57,7 +58,12 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
         {"attn_fwd", Phase::attn_fwd, fwd,
          std::to_string(a.nseq) + " seq x " + std::to_string(a.seq) + " tok x " + std::to_string(a.q_heads) +
              "/" + std::to_string(a.kv_heads) + " heads x " + std::to_string(a.head_dim)},
-        {"attn_bwd", Phase::attn_bwd, 2.5 * fwd, "as attn_fwd"}};
+        {"attn_bwd", Phase::attn_bwd, 2.5 * fwd, "as attn_fwd"},
+        // Read and written once each, as the cost model counts them: Q and K rotated in place;
+        // Q, K, V packed per peer (K and V replicated when the group has more ranks than KV heads).
+        {"rotary", Phase::rotary, 0, "Q and K in place", 2 * e * T * (H + Hk) * dh},
+        {"pack_qkv", Phase::pack_qkv, 0, "Q, K, V to " + std::to_string(L.ex.peers) + " peers",
+         2 * e * (T * H * dh + 2 * double(L.ex.peers) * T * double(L.hk) * dh)}};
     std::vector<double> mine;
     for (int it = 0; it < o.warmup + o.iters; ++it) {
       ctl.barrier();
@@ -86,6 +92,15 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
       ops.begin(Phase::attn_bwd);
       ops.attention_backward(L.qa, L.ka, L.va, L.oa, L.doa, L.lse, L.dqa, L.dka, L.dva, a);
       ops.end(Phase::attn_bwd);
+      ops.begin(Phase::rotary);
+      ops.rotary(L.q, L.ex, long(H), plan.first_position, o.shape.rope_theta, false);
+      ops.rotary(L.k, L.ex, long(Hk), plan.first_position, o.shape.rope_theta, false);
+      ops.end(Phase::rotary);
+      ops.begin(Phase::pack_qkv);
+      ops.scatter_heads_to_peers(L.q, L.send_q, L.ex, long(H));
+      ops.scatter_heads_to_peers(L.k, L.send_k, L.ex, long(Hk));
+      ops.scatter_heads_to_peers(L.v, L.send_v, L.ex, long(Hk));
+      ops.end(Phase::pack_qkv);
       const PhaseTimes t = ops.finish_iteration();
       if (it >= o.warmup) mine.insert(mine.end(), t.begin(), t.end());
     }
@@ -95,20 +110,30 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
       std::vector<double> samples;
       for (std::size_t i = 0; i < all.size(); i += kPhases) samples.push_back(all[i + std::size_t(op.phase)]);
       const Stats st = stats_of(samples);
-      const double tflops = op.flops / st.median / 1e12;
-      std::snprintf(b, sizeof b, " %9s %9s %14.4e %10.1f %10.1f %10.1f %10.3f   %s\n",
-                    strategy_name(s).c_str(), op.name, op.flops, st.min * 1e6, st.median * 1e6, st.max * 1e6,
-                    tflops, op.shape.c_str());
+      const double tflops = op.flops / st.median / 1e12, gbps = op.bytes / st.median / 1e9;
+      if (op.bytes > 0)  // memory-bound: the achieved rate is bandwidth
+        std::snprintf(b, sizeof b, " %9s %9s %14.4e %10.1f %10.1f %10.1f %7.2f GB/s %s\n",
+                      strategy_name(s).c_str(), op.name, op.bytes, st.min * 1e6, st.median * 1e6,
+                      st.max * 1e6, gbps, op.shape.c_str());
+      else
+        std::snprintf(b, sizeof b, " %9s %9s %14.4e %10.1f %10.1f %10.1f %10.3f   %s\n",
+                      strategy_name(s).c_str(), op.name, op.flops, st.min * 1e6, st.median * 1e6,
+                      st.max * 1e6, tflops, op.shape.c_str());
       table << b;
-      results.push_back({{"strategy", strategy_name(s)},
-                         {"op", op.name},
-                         {"shape", op.shape},
-                         {"flops", op.flops},
-                         {"min_s", st.min},
-                         {"median_s", st.median},
-                         {"max_s", st.max},
-                         {"tflops", tflops},
-                         {"times_s", samples}});
+      nlohmann::json row = {{"strategy", strategy_name(s)},
+                            {"op", op.name},
+                            {"shape", op.shape},
+                            {"flops", op.flops},
+                            {"bytes", op.bytes},
+                            {"min_s", st.min},
+                            {"median_s", st.median},
+                            {"max_s", st.max},
+                            {"times_s", samples}};
+      if (op.bytes > 0)
+        row["gbps"] = gbps;
+      else
+        row["tflops"] = tflops;
+      results.push_back(row);
     }
   }
   if (ctl.rank() == 0) {
@@ -120,7 +145,8 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
               << ", micro-batch " << sh.batch << ", shapes of N = " << N << " ranks; precision " << precision
               << "\n";
     std::cout
-        << "#  attention FLOPs: causal pairs only; attn_bwd counts 2.5x forward (scores recomputed)\n#\n";
+        << "#  attention FLOPs: causal pairs only; attn_bwd counts 2.5x forward (scores recomputed)\n"
+        << "#  rotary, pack_qkv: memory-bound; the flops column holds their bytes (read + written)\n#\n";
     std::snprintf(b, sizeof b, "#%9s %9s %14s %10s %10s %10s %10s   %s\n", "strategy", "op", "flops", "min",
                   "median", "max", "achieved", "shape");
     std::cout << b;

@@ -103,7 +103,7 @@ std::string calibration_yaml(const CalibrationDocument& d) {
          "marked\n"
          "  free: false could not be told apart by these runs and keep the topology's (or default) value.\n";
     if (d.links) link_and_software_values(o, d.links->calibration);
-    if (d.compute && compute_runs > 0) compute_values(o, d.compute->efficiency, false);
+    if (d.compute && compute_runs > 0) compute_values(o, d.compute->efficiency, d.compute->memory_fitted);
   }
   o << "fit:\n";
   if (d.links) quality(o, "links", d.links->quality);

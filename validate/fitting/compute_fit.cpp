@@ -18,8 +18,9 @@ std::string compute_class_of(const std::string& op) {
   if (op.rfind("gemm", 0) == 0) return "gemm";
   if (op == "attn_fwd") return "attention_forward";
   if (op == "attn_bwd") return "attention_backward";
+  if (op == "rotary" || op == "pack_qkv") return "memory";
   throw InputError("", 0, "--measurements",
-                   "unknown compute operation '" + op + "' (gemm_*, attn_fwd, attn_bwd)");
+                   "unknown compute operation '" + op + "' (gemm_*, attn_fwd, attn_bwd, rotary, pack_qkv)");
 }
 
 namespace {
@@ -29,16 +30,18 @@ struct ClassFit {
   bool size_dependent = false;
 };
 
-ClassFit fit_line(const std::vector<const ComputeSample*>& s) {
+// `size` of a sample: its FLOPs (math classes) or bytes (memory-bound); `intercept` false: a
+// constant efficiency (the cost model gives memory-bound kernels no fixed cost).
+ClassFit fit_line(const std::vector<const ComputeSample*>& s, double ComputeSample::*size, bool intercept) {
   std::set<double> sizes;
-  for (auto* x : s) sizes.insert(x->flops);
+  for (auto* x : s) sizes.insert(x->*size);
   const long m = long(s.size());
-  for (bool with_b : {sizes.size() >= 2, false}) {
+  for (bool with_b : {intercept && sizes.size() >= 2, false}) {
     const long p = with_b ? 2 : 1;
     Eigen::MatrixXd X(m, p);
     Eigen::VectorXd y = Eigen::VectorXd::Ones(m);
     for (long i = 0; i < m; ++i) {
-      X(i, 0) = s[std::size_t(i)]->flops / s[std::size_t(i)]->time_s;
+      X(i, 0) = s[std::size_t(i)]->*size / s[std::size_t(i)]->time_s;
       if (with_b) X(i, 1) = 1.0 / s[std::size_t(i)]->time_s;
     }
     const Eigen::VectorXd c = X.colPivHouseholderQr().solve(y);
@@ -63,33 +66,41 @@ ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start,
   ComputeFit out;
   out.efficiency = start;
   std::vector<double> rel;
-  for (const std::string cls : {"gemm", "attention_forward", "attention_backward"}) {
+  for (const std::string cls : {"gemm", "attention_forward", "attention_backward", "memory"}) {
     std::vector<const ComputeSample*> mine;
     for (const ComputeSample& s : samples)
       if (compute_class_of(s.op) == cls) mine.push_back(&s);
     if (mine.empty()) continue;
-    const ClassFit f = fit_line(mine);
-    const double peak = gpu.peak_bf16_flops;
+    const bool memory = cls == "memory";
+    const ClassFit f = fit_line(mine, memory ? &ComputeSample::bytes : &ComputeSample::flops, !memory);
+    // Memory-bound kernels are measured against the GPU kind's memory bandwidth.
+    const double peak = memory ? gpu.hbm_Bps : gpu.peak_bf16_flops;
     const double e = 1.0 / (peak * f.a), half = f.b / f.a;
     if (!(e > 0) || e > 1)
       throw InputError("", 0, "--measurements",
                        cls + " runs at " + std::to_string(e) + " of the '" + std::string(gpu.name) +
-                           "' peak: above 1, so that peak is too low for this hardware");
+                           (memory ? "' memory bandwidth: above 1, so that bandwidth is too low"
+                                   : "' peak: above 1, so that peak is too low") +
+                           " for this hardware");
     const double sigma_e = std::sqrt(f.var_a) / (peak * f.a * f.a);
     const double var_half = f.var_b / (f.a * f.a) + f.b * f.b * f.var_a / std::pow(f.a, 4) -
                             2 * f.b * f.cov_ab / std::pow(f.a, 3);
     out.parameters.push_back({"compute." + cls, e, sigma_e, true});
-    out.parameters.push_back(
-        {"compute." + cls + "_half_flops", half,
-         f.size_dependent ? std::sqrt(std::max(var_half, 0.0)) : std::numeric_limits<double>::quiet_NaN(),
-         f.size_dependent});
+    if (memory) {
+      out.efficiency.memory = e;
+      out.memory_fitted = true;
+    } else
+      out.parameters.push_back(
+          {"compute." + cls + "_half_flops", half,
+           f.size_dependent ? std::sqrt(std::max(var_half, 0.0)) : std::numeric_limits<double>::quiet_NaN(),
+           f.size_dependent});
     if (cls == "gemm") out.efficiency.gemm = e, out.efficiency.gemm_half_flops = half;
     if (cls == "attention_forward")
       out.efficiency.attention_forward = e, out.efficiency.attention_forward_half_flops = half;
     if (cls == "attention_backward")
       out.efficiency.attention_backward = e, out.efficiency.attention_backward_half_flops = half;
     for (auto* s : mine) {
-      const double predicted = (s->flops + half) / (peak * e);
+      const double predicted = ((memory ? s->bytes : s->flops) + half) / (peak * e);
       out.quality.measured.push_back(s->time_s);
       out.quality.predicted.push_back(predicted);
       rel.push_back(std::abs(predicted - s->time_s) / s->time_s);

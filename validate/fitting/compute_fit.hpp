@@ -1,5 +1,5 @@
 // Fits the cost model's compute efficiencies per operation class (GEMM, attention forward,
-// attention backward) to the compute microbenchmark, as a function of size: e·F/(F + F½).
+// attention backward: e·F/(F + F½) of peak; memory-bound kernels: a fraction of memory bandwidth).
 #pragma once
 
 #include <vector>
@@ -13,8 +13,9 @@ namespace basp::fitting {
 
 struct ComputeFit {
   ComputeEfficiency efficiency;             // `start` with the fitted classes set
-  std::vector<FittedParameter> parameters;  // compute.CLASS and compute.CLASS_half_flops
+  std::vector<FittedParameter> parameters;  // compute.CLASS and compute.CLASS_half_flops, compute.memory
   FitQuality quality;
+  bool memory_fitted = false;  // memory-bound runs were measured
 };
 
 // Per class, time = (F + F½) / (peak·e) is linear in F: a weighted linear least squares on relative

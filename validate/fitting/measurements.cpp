@@ -202,7 +202,12 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
     } else if (src.command == "compute") {
       ComputeSample s{text(r, "op", path, where), number(r, "flops", path, where),
                       number(r, "median_s", path, where), id};
-      if (s.time_s <= 0 || s.flops <= 0) throw InputError(path, 0, where, "flops and time must be positive");
+      // Files written before memory-bound operations were timed have no bytes.
+      if (r.contains("bytes")) s.bytes = number(r, "bytes", path, where);
+      const bool memory_bound = s.op == "rotary" || s.op == "pack_qkv";
+      if (s.time_s <= 0 || (memory_bound ? s.bytes <= 0 : s.flops <= 0))
+        throw InputError(path, 0, where,
+                         memory_bound ? "bytes and time must be positive" : "flops and time must be positive");
       m.compute.push_back(s);
     }
   }

@@ -25,10 +25,11 @@ struct CommSample {
 };
 
 struct ComputeSample {
-  std::string op;  // gemm_qkv, gemm_out, gemm_bwd, attn_fwd, attn_bwd
+  std::string op;  // gemm_qkv, gemm_out, gemm_bwd, attn_fwd, attn_bwd; memory-bound: rotary, pack_qkv
   double flops = 0;
   double time_s = 0;  // median
   std::size_t source = 0;
+  double bytes = 0;  // memory-bound operations: bytes read and written
 };
 
 // One strategy of a `basp-validate layer` run: per phase, the median over iterations × ranks.
