@@ -1,5 +1,6 @@
 // `basp check`: simulates exactly the layer configuration a basp-validate layer run measured and
-// prints measured versus predicted per phase and strategy, with relative errors and the BASP speedup.
+// prints measured versus predicted per phase and strategy, with relative errors and the BASP speedup;
+// for step-level figures, simulates each step and prints every figure measured versus predicted.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "least_squares.hpp"
 #include "measurements.hpp"
 #include "options.hpp"
+#include "step_fit.hpp"
 
 namespace basp::cli {
 namespace {
@@ -26,19 +28,72 @@ struct CheckArgs {
   FormatOptions format;
 };
 
+// Step-level figures: each whole step simulated under the calibration, every figure compared.
+int run_step_check(const CheckArgs& a, const Topology& topo, const Calibration& cal,
+                   const fitting::Measurements& m) {
+  const std::vector<double> predicted =
+      fitting::predict_step_figures(a.topo.topology, a.topo.resolved_overrides(), cal, m);
+  std::vector<double> errors;
+  nlohmann::json figures = nlohmann::json::array();
+  if (a.format.format() == Format::table) {
+    for (const auto& s : m.sources) {
+      if (s.command != "step") continue;
+      std::printf("# basp check: %s (fnv1a64 %s; %s)\n", s.path.c_str(), s.hash.c_str(), s.hardware.c_str());
+      std::printf("#  provenance: %s\n", s.provenance.c_str());
+    }
+    std::printf("#  predicted on topology %s with calibration %s\n#\n", topo.name.c_str(), cal.name.c_str());
+    std::printf("# %-44s %12s %12s %9s\n", "figure", "measured", "predicted", "error");
+  } else if (a.format.format() == Format::csv) {
+    std::printf("measurements,figure,measured,predicted,relative_error\n");
+  }
+  for (std::size_t i = 0; i < m.steps.size(); ++i) {
+    const fitting::StepObservation& o = m.steps[i];
+    const std::string label = fitting::step_figure_label(o);
+    const double err = (predicted[i] - o.value) / o.value;
+    errors.push_back(std::abs(err));
+    const std::string& path = m.sources[m.step_settings[o.setting].source].path;
+    if (a.format.format() == Format::table)
+      std::printf("  %-44s %12.5g %12.5g %+8.1f%%\n", label.c_str(), o.value, predicted[i], 100 * err);
+    else if (a.format.format() == Format::csv)
+      std::printf("%s,%s,%.9g,%.9g,%.6g\n", path.c_str(), label.c_str(), o.value, predicted[i], err);
+    figures.push_back({{"measurements", path},
+                       {"figure", label},
+                       {"measured", o.value},
+                       {"predicted", predicted[i]},
+                       {"relative_error", err}});
+  }
+  const double med = fitting::median(errors), max = *std::max_element(errors.begin(), errors.end());
+  if (a.format.format() == Format::json)
+    std::cout << nlohmann::json{{"topology", topo.name},
+                                {"calibration", cal.name},
+                                {"figures", figures},
+                                {"median_abs_relative_error", med},
+                                {"max_abs_relative_error", max}}
+                     .dump(1)
+              << "\n";
+  else if (a.format.format() == Format::table)
+    std::printf("# relative error over %zu figures: median %.1f%%, max %.1f%%\n", errors.size(), 100 * med,
+                100 * max);
+  return 0;
+}
+
 int run_check(const CheckArgs& a) {
   Topology topo = a.topo.load();
   const std::string cal_name = !a.calibration.empty()     ? a.calibration
                                : topo.calibration.empty() ? "none"
                                                           : topo.calibration;
   const Calibration cal = load_calibration(cal_name);
+  const fitting::Measurements m = fitting::read_measurements(a.measurements);
+  if (!m.steps.empty() && !m.layers.empty())
+    throw InputError("", 0, "--measurements", "check layer runs and step-level figures separately");
+  if (!m.steps.empty()) return run_step_check(a, topo, cal, m);
   apply_calibration(topo, cal);
   const GpuKind* gpu = lookup_gpu_kind(topo.gpu_kind);
   if (!gpu) throw InputError(topo.source, 0, "gpu", "unknown GPU kind '" + topo.gpu_kind + "'");
-  const fitting::Measurements m = fitting::read_measurements(a.measurements);
   if (m.layers.empty())
     throw InputError("", 0, "--measurements",
-                     "no layer runs in these files: give the JSON of basp-validate layer");
+                     "no layer runs or step figures in these files: give the JSON of basp-validate layer, "
+                     "or a step file");
   nlohmann::json runs = nlohmann::json::array();
   std::vector<double> all_errors;
   if (a.format.format() == Format::csv)
@@ -127,11 +182,11 @@ int run_check(const CheckArgs& a) {
 
 void add_check_command(CLI::App& app, std::function<int()>& run) {
   auto args = std::make_shared<CheckArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("check", "Predict a measured basp-validate layer run and compare, phase by phase");
+  CLI::App* cmd = app.add_subcommand(
+      "check", "Predict measured layer runs (phase by phase) or step-level figures and compare");
   args->topo.add_to(*cmd, "");
   cmd->get_option("--topology")->required();
-  cmd->add_option("--measurements,-m", args->measurements, "basp-validate layer --json files")
+  cmd->add_option("--measurements,-m", args->measurements, "basp-validate layer --json files, or step files")
       ->required()
       ->expected(1, -1);
   cmd->add_option("--calibration", args->calibration,

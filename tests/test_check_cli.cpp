@@ -1,5 +1,6 @@
 // `basp check` on a real measurements file: every phase is predicted, all-to-alls agree with
-// `basp collective` for the same size and groups, GEMMs with the cost model's arithmetic.
+// `basp collective` for the same size and groups, GEMMs with the cost model's arithmetic; step
+// figures agree with `basp simulate`.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -92,4 +93,32 @@ TEST_CASE("check cli: malformed measurement files get one message and exit 2, ne
   const auto r = basp_cli("calibrate --topology localhost-cpu -m " + comm.path + " --out " + out.path);
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("groups"));
+}
+
+TEST_CASE("check cli: step-level figures are compared with whole simulated steps") {
+  const std::string published =
+      std::string(BASP_DATA_DIR) + "/calibrations/measurements/paper-a100-2x4-published.json";
+  const auto r = basp_cli("check --topology paper-a100-2x4 -m " + published + " --json", false);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("calibration") == "paper-a100-2x4");
+  REQUIRE(j.at("figures").size() == 6);
+  // The Qwen-1.5-1.8B Ulysses share, as `basp simulate` computes it for the same step.
+  const auto sim = basp_cli("simulate --model qwen1.5-1.8b --checkpointing --json", false);
+  REQUIRE(sim.code == 0);
+  const auto s = nlohmann::json::parse(sim.out);
+  double share = 0;
+  for (const auto& res : s.at("results"))
+    if (res.at("strategy") == "ulysses") share = res.at("a2a_share").get<double>();
+  const auto& fig = j.at("figures")[4];
+  CHECK(fig.at("figure") == "a2a_share ulysses qwen1.5-1.8b");
+  CHECK(fig.at("measured").get<double>() == 0.377);
+  CHECK(fig.at("predicted").get<double>() == Approx(share).epsilon(1e-9));
+  CHECK(j.at("max_abs_relative_error").get<double>() < 0.2);
+  // Layer runs and step figures are checked separately.
+  const auto mixed = basp_cli("check --topology paper-a100-2x4 -m " + published + " " +
+                              basp::test::data("layer-cpu-2ranks.json"));
+  CHECK(mixed.code == 2);
+  CHECK_THAT(mixed.out, Catch::Contains("separately"));
 }

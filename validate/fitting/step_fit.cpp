@@ -134,14 +134,14 @@ StepConfig config_of(const std::string& topology, const TopologyOverrides& overr
   return c;
 }
 
-std::string label(const StepObservation& o) {
+}  // namespace
+
+std::string step_figure_label(const StepObservation& o) {
   std::string l = o.quantity;
   if (!o.strategy.empty()) l += " " + o.strategy;
   if (o.statistic == "value") return l + " " + o.models[0];
   return l + " " + o.statistic + " over " + std::to_string(o.models.size()) + " models";
 }
-
-}  // namespace
 
 std::vector<std::string> step_parameter_names(const Topology& topo) {
   std::vector<std::string> names;
@@ -251,7 +251,7 @@ StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides
   const std::vector<double> predicted = predict_step_figures(topology, overrides, out.calibration, m);
   std::vector<double> rel;
   for (std::size_t i = 0; i < m.steps.size(); ++i) {
-    out.labels.push_back(label(m.steps[i]));
+    out.labels.push_back(step_figure_label(m.steps[i]));
     out.quality.measured.push_back(m.steps[i].value);
     out.quality.predicted.push_back(predicted[i]);
     rel.push_back(std::abs(predicted[i] - m.steps[i].value) / m.steps[i].value);

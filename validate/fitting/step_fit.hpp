@@ -34,6 +34,9 @@ std::vector<std::string> step_parameter_names(const Topology& topo);
 StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides, const Calibration& start,
                  const Measurements& m, const std::vector<std::string>& fit);
 
+// "speedup min over 7 models", "a2a_share basp qwen1.5-1.8b": one figure in words.
+std::string step_figure_label(const StepObservation& o);
+
 // The simulated value of every figure of `m` under `cal`, in order.
 std::vector<double> predict_step_figures(const std::string& topology, const TopologyOverrides& overrides,
                                          const Calibration& cal, const Measurements& m);
