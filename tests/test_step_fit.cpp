@@ -95,11 +95,13 @@ TEST_CASE("step fit: the shipped paper calibration is what basp calibrate makes 
     CHECK(p.free);
     CHECK(p.sigma < 0.25 * p.value);  // the published figures do pin the two efficiencies down
   }
-  // The written file reads back.
+  // The written file reads back, even with a provenance of several lines.
+  Measurements with_lines = m;
+  with_lines.sources[0].provenance = "line one\nline two: \"quoted\"";
   CalibrationDocument doc;
   doc.name = "roundtrip";
   doc.topology = "paper-a100-2x4";
-  doc.measurements = &m;
+  doc.measurements = &with_lines;
   doc.step = &fit;
   doc.start = "paper-a100-2x4-hand";
   basp::test::TempFile written(calibration_yaml(doc), ".yaml");

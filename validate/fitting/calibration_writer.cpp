@@ -25,6 +25,12 @@ std::string quoted(const std::string& s) {
   }
   return out + "\"";
 }
+// Text inside a block scalar: a newline or other control character would end or break it.
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  return s;
+}
 void quality(std::ostringstream& o, const char* what, const FitQuality& q) {
   o << "  " << what << ":\n";
   o << "    samples: " << q.measured.size() << "\n";
@@ -74,8 +80,9 @@ void header(std::ostringstream& o, const CalibrationDocument& d, const std::stri
   o << "topology: " << quoted(d.topology) << "\n";
   o << "measurements: |\n";
   for (const MeasurementSource& s : d.measurements->sources) {
-    o << "  " << s.path << " (fnv1a64 " << s.hash << ", " << s.command << ", " << s.hardware << ")\n";
-    if (!s.provenance.empty()) o << "    provenance: " << s.provenance << "\n";
+    o << "  " << one_line(s.path) << " (fnv1a64 " << s.hash << ", " << one_line(s.command) << ", "
+      << one_line(s.hardware) << ")\n";
+    if (!s.provenance.empty()) o << "    provenance: " << one_line(s.provenance) << "\n";
   }
 }
 }  // namespace
@@ -88,7 +95,7 @@ std::string calibration_yaml(const CalibrationDocument& d) {
     o << "sources: |\n  Every figure of the files above was simulated as a whole training step (Ulysses and\n"
          "  BASP, every model it names) and the parameters marked free: true minimise the relative\n"
          "  errors. The others (marked free: false, or not fitted at all) keep the start's values:\n"
-         "  " << d.start << "\n";
+         "  " << one_line(d.start) << "\n";
     link_and_software_values(o, d.step->calibration);
     compute_values(o, d.step->calibration.compute, true);
   } else {
@@ -99,8 +106,8 @@ std::string calibration_yaml(const CalibrationDocument& d) {
     o << "sources: |\n  Every all-to-all run of the files above was simulated on the topology (contention "
          "included)\n"
          "  and the link and software parameters minimise the relative errors; compute efficiencies per\n"
-         "  class are e*F/(F + F_half) of the GPU kind's peak, fitted to the compute runs. Parameters "
-         "marked\n"
+         "  class are e*F/(F + F_half) of the GPU kind's peak (memory-bound kernels: e of its memory\n"
+         "  bandwidth), fitted to the compute runs. Parameters marked\n"
          "  free: false could not be told apart by these runs and keep the topology's (or default) value.\n";
     if (d.links) link_and_software_values(o, d.links->calibration);
     if (d.compute && compute_runs > 0) compute_values(o, d.compute->efficiency, d.compute->memory_fitted);
