@@ -2,6 +2,8 @@
 // itself): exact recovery without noise, recovery within its own uncertainty with fixed-seed ±3% noise.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -109,6 +111,10 @@ TEST_CASE("calibrate cli: fits a measurements file and writes a calibration that
   CHECK_THAT(r.out,
              Catch::Contains("links.nic.efficiency") && Catch::Contains("fitted") && Catch::Contains("R^2"));
   const Calibration c = load_calibration(out.path);
+  // The file names its measurements: path, hash, hardware and configuration.
+  std::ifstream written(out.path);
+  const std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains(measurements.path + " (fnv1a64 ") && Catch::Contains("config: {\"ranks\":8}"));
   CHECK(*c.links[int(LinkClass::nic)].efficiency == Approx(0.75).epsilon(0.01));
   CHECK(*c.links[int(LinkClass::nvlink)].efficiency == Approx(0.35).epsilon(0.01));
   CHECK(*c.launch_s == Approx(25e-6).epsilon(0.01));

@@ -82,6 +82,7 @@ void header(std::ostringstream& o, const CalibrationDocument& d, const std::stri
   for (const MeasurementSource& s : d.measurements->sources) {
     o << "  " << one_line(s.path) << " (fnv1a64 " << s.hash << ", " << one_line(s.command) << ", "
       << one_line(s.hardware) << ")\n";
+    o << "    config: " << one_line(s.config) << "\n";
     if (!s.provenance.empty()) o << "    provenance: " << one_line(s.provenance) << "\n";
   }
 }

@@ -139,7 +139,8 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
   if (number(j, "schema_version", path, "") != 1)
     throw InputError(path, 0, "schema_version", "this basp reads version 1");
   MeasurementSource src{path, fnv1a_hex(bytes), text(j, "command", path, ""),
-                        hardware_line(field(j, "hardware", path, "")), ""};
+                        hardware_line(field(j, "hardware", path, "")), "",
+                        j.contains("config") ? j.at("config").dump() : std::string("{}")};
   const std::size_t id = m.sources.size();
   m.sources.push_back(src);
   const json& results = field(j, "results", path, "");

@@ -14,6 +14,7 @@ struct MeasurementSource {
   std::string command;   // layer | comm | compute | step
   std::string hardware;  // one line: backend, launcher, ranks, first host, CPU or first GPU
   std::string provenance;  // step files: where the figures come from (a paper, a framework's logs)
+  std::string config;      // the file's configuration object, as one line of JSON
 };
 
 struct CommSample {
