@@ -33,13 +33,14 @@ struct CalibrateArgs {
   FormatOptions format;
 };
 
-void print_quality(const char* what, const fitting::FitQuality& q) {
-  std::printf("# %s fit: %zu runs, R^2 %.6f, relative residual median %.2f%%, max %.2f%%\n", what,
-              q.measured.size(), q.r2, 100 * q.median_relative_residual, 100 * q.max_relative_residual);
+void print_quality(const char* what, const fitting::FitQuality& q, const char* samples = "runs") {
+  std::printf("# %s fit: %zu %s, R^2 %.6f, relative residual median %.2f%%, max %.2f%%\n", what,
+              q.measured.size(), samples, q.r2, 100 * q.median_relative_residual,
+              100 * q.max_relative_residual);
 }
 
-void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* compute,
-                  const fitting::StepFit* step, const fitting::Measurements& m, const std::string& out_path) {
+void print_parameters(const fitting::Measurements& m, const std::string& out_path,
+                      const std::vector<fitting::FittedParameter>& all) {
   std::printf("# basp calibrate: %zu file(s) -> %s\n", m.sources.size(), out_path.c_str());
   for (const auto& s : m.sources) {
     std::printf("#  %s (fnv1a64 %s, %s: %s)\n", s.path.c_str(), s.hash.c_str(), s.command.c_str(),
@@ -47,10 +48,6 @@ void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* comp
     if (!s.provenance.empty()) std::printf("#    provenance: %s\n", s.provenance.c_str());
   }
   std::printf("#\n# %-36s %14s %14s %8s\n", "parameter", "value", "std. error", "");
-  std::vector<fitting::FittedParameter> all;
-  if (links) all = links->parameters;
-  if (compute) all.insert(all.end(), compute->parameters.begin(), compute->parameters.end());
-  if (step) all = step->parameters;
   for (const auto& p : all) {
     const bool time = p.name.rfind("software.", 0) == 0 || p.name.find("latency") != std::string::npos;
     const bool flops = p.name.find("half_flops") != std::string::npos;
@@ -65,18 +62,29 @@ void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* comp
       std::printf("  %-36s %11.5g%s %14s %8s\n", p.name.c_str(), p.value * scale, unit, "-", "held");
   }
   std::printf("#\n");
+}
+
+void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* compute,
+                  const fitting::Measurements& m, const std::string& out_path) {
+  std::vector<fitting::FittedParameter> all;
+  if (links) all = links->parameters;
+  if (compute) all.insert(all.end(), compute->parameters.begin(), compute->parameters.end());
+  print_parameters(m, out_path, all);
   if (links) print_quality("link", links->quality);
   if (compute) print_quality("compute", compute->quality);
-  if (step) {
-    print_quality("step", step->quality);
-    std::printf("#\n# %-40s %10s %10s %9s %10s %9s\n", "figure", "measured", "at start", "error",
-                "fitted", "error");
-    for (std::size_t i = 0; i < step->labels.size(); ++i) {
-      const double mv = step->quality.measured[i], sv = step->predicted_at_start[i],
-                   pv = step->quality.predicted[i];
-      std::printf("  %-40s %10.5g %10.5g %8.2f%% %10.5g %8.2f%%\n", step->labels[i].c_str(), mv, sv,
-                  100 * (sv - mv) / mv, pv, 100 * (pv - mv) / mv);
-    }
+}
+
+// Every figure as measured, as simulated with --start, and as simulated with the fitted values.
+void print_step_report(const fitting::StepFit& fit, const fitting::Measurements& m,
+                       const std::string& out_path) {
+  print_parameters(m, out_path, fit.parameters);
+  print_quality("step", fit.quality, "figures");
+  std::printf("#\n# %-40s %10s %10s %9s %10s %9s\n", "figure", "measured", "at start", "error", "fitted",
+              "error");
+  for (std::size_t i = 0; i < fit.labels.size(); ++i) {
+    const double mv = fit.quality.measured[i], sv = fit.predicted_at_start[i], pv = fit.quality.predicted[i];
+    std::printf("  %-40s %10.5g %10.5g %8.2f%% %10.5g %8.2f%%\n", fit.labels[i].c_str(), mv, sv,
+                100 * (sv - mv) / mv, pv, 100 * (pv - mv) / mv);
   }
 }
 
@@ -100,12 +108,30 @@ void print_parameters_csv(const std::vector<fitting::FittedParameter>& all) {
   }
 }
 
+// The flags that reshaped the topology, so that the file says what it was fitted on.
+std::string overrides_text(const TopologyOptions& t) {
+  std::string out;
+  const TopologyOverrides& o = t.overrides;
+  if (o.nodes) out += " --nodes " + std::to_string(*o.nodes);
+  if (o.oversubscription) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", *o.oversubscription);
+    out += std::string(" --oversubscription ") + b;
+  }
+  if (o.nodes_per_leaf) out += " --nodes-per-leaf " + std::to_string(*o.nodes_per_leaf);
+  if (o.spines) out += " --spines " + std::to_string(*o.spines);
+  if (!t.ecmp.empty()) out += " --ecmp " + t.ecmp;
+  if (!t.cross_rail.empty()) out += " --cross-rail " + t.cross_rail;
+  return out;
+}
+
 // Step-level figures: their own fit, from --start, through whole-step simulations.
 int run_step_calibrate(const CalibrateArgs& a, const Topology& topo, const fitting::Measurements& m) {
-  if (!m.comm.empty() || !m.compute.empty() || !m.layers.empty())
-    throw InputError("", 0, "--measurements",
-                     "step-level figures are fitted on their own: calibrate the comm and compute runs "
-                     "first, then pass that file as --start with the step files");
+  for (const auto& s : m.sources)
+    if (s.command != "step")
+      throw InputError(s.path, 0, "command",
+                       "step-level figures are fitted on their own: calibrate the comm and compute runs "
+                       "first, then pass that file as --start with the step files");
   const Calibration start = load_calibration(a.start.empty() ? "none" : a.start);
   const fitting::StepFit step =
       fitting::fit_step(a.topo.topology, a.topo.resolved_overrides(), start, m, a.fit);
@@ -114,7 +140,7 @@ int run_step_calibrate(const CalibrateArgs& a, const Topology& topo, const fitti
               << " iterations without converging; check the residuals before using the file\n";
   fitting::CalibrationDocument doc;
   doc.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
-  doc.topology = topo.name;
+  doc.topology = topo.name + overrides_text(a.topo);
   doc.measurements = &m;
   doc.step = &step;
   // The start as the user named it (not this machine's resolved path), with its content hash.
@@ -151,7 +177,7 @@ int run_step_calibrate(const CalibrateArgs& a, const Topology& topo, const fitti
   } else if (a.format.format() == Format::csv) {
     print_parameters_csv(step.parameters);
   } else {
-    print_report(nullptr, nullptr, &step, m, a.out);
+    print_step_report(step, m, a.out);
   }
   return 0;
 }
@@ -182,7 +208,7 @@ int run_calibrate(const CalibrateArgs& a) {
   }
   fitting::CalibrationDocument doc;
   doc.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
-  doc.topology = topo.name;
+  doc.topology = topo.name + overrides_text(a.topo);
   doc.measurements = &m;
   doc.links = links ? &*links : nullptr;
   doc.compute = compute ? &*compute : nullptr;
@@ -218,7 +244,7 @@ int run_calibrate(const CalibrateArgs& a) {
     if (compute) all.insert(all.end(), compute->parameters.begin(), compute->parameters.end());
     print_parameters_csv(all);
   } else {
-    print_report(links ? &*links : nullptr, compute ? &*compute : nullptr, nullptr, m, a.out);
+    print_report(links ? &*links : nullptr, compute ? &*compute : nullptr, m, a.out);
   }
   return 0;
 }

@@ -121,4 +121,8 @@ TEST_CASE("check cli: step-level figures are compared with whole simulated steps
                               basp::test::data("layer-cpu-2ranks.json"));
   CHECK(mixed.code == 2);
   CHECK_THAT(mixed.out, Catch::Contains("separately"));
+  // Figures of one cluster are not checked against another.
+  const auto other = basp_cli("check --topology dgx-h100 -m " + published);
+  CHECK(other.code == 2);
+  CHECK_THAT(other.out, Catch::Contains("config.topology") && Catch::Contains(published));
 }

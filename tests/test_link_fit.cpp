@@ -114,7 +114,8 @@ TEST_CASE("calibrate cli: fits a measurements file and writes a calibration that
   // The file names its measurements: path, hash, hardware and configuration.
   std::ifstream written(out.path);
   const std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
-  CHECK_THAT(text, Catch::Contains(measurements.path + " (fnv1a64 ") && Catch::Contains("config: {\"ranks\":8}"));
+  CHECK_THAT(text,
+             Catch::Contains(measurements.path + " (fnv1a64 ") && Catch::Contains("config: {\"ranks\":8}"));
   CHECK(*c.links[int(LinkClass::nic)].efficiency == Approx(0.75).epsilon(0.01));
   CHECK(*c.links[int(LinkClass::nvlink)].efficiency == Approx(0.35).epsilon(0.01));
   CHECK(*c.launch_s == Approx(25e-6).epsilon(0.01));

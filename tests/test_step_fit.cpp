@@ -2,6 +2,8 @@
 // the shipped paper calibration is the least-squares fit of the published figures, and bad
 // step files or fit requests are refused with the file and field.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "calibration_writer.hpp"
@@ -37,7 +39,8 @@ double parameter(const StepFit& f, const std::string& name) {
 std::string step_file(const std::string& results, const std::string& extra = "") {
   return R"({"schema":"basp-measurements","schema_version":1,"command":"step",)"
          R"("provenance":"a test","hardware":{"description":"none"},)"
-         R"("config":{"topology":"paper-a100-2x4","seq":16384,"batch":2,"sp":8,"zero":3,"checkpointing":true},)" +
+         R"("config":{"topology":"paper-a100-2x4","seq":16384,"batch":2,"sp":8,"zero":3,)"
+         R"("checkpointing":true},)" +
          extra + R"("results":[)" + results + "]}";
 }
 
@@ -115,10 +118,23 @@ TEST_CASE("step fit: the shipped paper calibration is the fit of the published f
   doc.step = &fit;
   doc.start = "paper-a100-2x4-hand";
   const std::string text = calibration_yaml(doc);
+  // It names the exact files: the published figures and the hand-derived start, by content hash.
+  for (const std::string& file :
+       {kPublished, std::string(BASP_DATA_DIR) + "/calibrations/paper-a100-2x4-hand.yaml"}) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ifstream shipped_in(kPaperFile);
+    const std::string shipped_text((std::istreambuf_iterator<char>(shipped_in)),
+                                   std::istreambuf_iterator<char>());
+    INFO(file);
+    CHECK_THAT(shipped_text, Catch::Contains("fnv1a64 " + fnv1a_hex(bytes)));
+  }
   CHECK_THAT(text, Catch::Contains("config: {\"batch\":2,\"checkpointing\":true,\"seq\":16384"));
   basp::test::TempFile written(text, ".yaml");
   const Calibration back = load_calibration(written.path);
-  CHECK(*back.links[int(LinkClass::nic)].efficiency == *shipped.links[int(LinkClass::nic)].efficiency);
+  const std::vector<double> from_file = predict_step_figures("paper-a100-2x4", {}, back, m);
+  for (std::size_t i = 0; i < from_file.size(); ++i)
+    CHECK(from_file[i] == Approx(fit.quality.predicted[i]).epsilon(1e-6));
   CHECK(back.compute.memory == fit.calibration.compute.memory);
 }
 
@@ -153,6 +169,9 @@ TEST_CASE("step fit: bad step files are refused with the field") {
   const std::string given = "\"provenance\":\"a test\"";
   no_provenance.replace(no_provenance.find(given), given.size(), "\"provenance\":\"\"");
   refused(no_provenance, "provenance");
+  std::string huge = step_file(ok);
+  huge.replace(huge.find("\"seq\":16384"), 11, "\"seq\":3e9");
+  refused(huge, "config.seq");
   std::string other = step_file(ok);
   other.replace(other.find("\"command\":\"step\""), 16, "\"command\":\"steps\"");
   refused(other, "command");
@@ -169,7 +188,17 @@ TEST_CASE("step fit: fits that cannot work are refused") {
   CHECK_THROWS_WITH(fit_step("dgx-h100", {}, start, m, {"links.nic.efficiency"}),
                     Catch::Contains("config.topology") && Catch::Contains("paper-a100-2x4"));
   m.steps[0].models = {"no-such-model"};
-  CHECK_THROWS_AS(fit_step("paper-a100-2x4", {}, start, m, {"links.nic.efficiency"}), InputError);
+  CHECK_THROWS_WITH(fit_step("paper-a100-2x4", {}, start, m, {"links.nic.efficiency"}),
+                    Catch::Contains("synthetic") && Catch::Contains("no-such-model"));
+  // More ranks than the cluster has GPUs; a reduction where BASP has nothing to exchange.
+  m.steps[0].models = {"llama-3.2-1b"};
+  m.step_settings[0].sp = 16;
+  CHECK_THROWS_WITH(predict_step_figures("paper-a100-2x4", {}, start, m), Catch::Contains("config.sp"));
+  m.step_settings[0].sp = 2;
+  m.step_settings[0].batch = 2;
+  m.steps[0].quantity = "a2a_reduction";
+  CHECK_THROWS_WITH(predict_step_figures("paper-a100-2x4", {}, start, m),
+                    Catch::Contains("results[0].quantity") && Catch::Contains("one rank"));
 }
 
 TEST_CASE("calibrate cli: step figures fit on their own, and --start applies to them only") {
@@ -177,13 +206,14 @@ TEST_CASE("calibrate cli: step figures fit on their own, and --start applies to 
       R"({"quantity":"speedup","statistic":"value","models":["llama-3.2-1b"],"value":1.2})";
   basp::test::TempFile step(step_file(ok), ".json");
   basp::test::TempFile comm(R"({"schema":"basp-measurements","schema_version":1,"command":"comm",)"
-                            R"("config":{"ranks":8},"hardware":{},"results":[]})",
+                            R"("config":{"ranks":8},"hardware":{},)"
+                            R"("results":[{"groups":1,"size_bytes":1048576,"median_s":0.001}]})",
                             ".json");
   basp::test::TempFile out("", ".yaml");
   auto r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + step.path + " " + comm.path +
                                 " --out " + out.path);
   CHECK(r.code == 2);
-  CHECK_THAT(r.out, Catch::Contains("--start"));
+  CHECK_THAT(r.out, Catch::Contains("on their own") && Catch::Contains(comm.path));
   r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + comm.path +
                            " --start paper-a100-2x4-hand --out " + out.path);
   CHECK(r.code == 2);

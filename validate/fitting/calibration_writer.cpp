@@ -91,19 +91,22 @@ void header(std::ostringstream& o, const CalibrationDocument& d, const std::stri
 std::string calibration_yaml(const CalibrationDocument& d) {
   std::ostringstream o;
   if (d.step) {
-    header(o, d, "fitted by basp calibrate on " + std::to_string(d.step->quality.measured.size()) +
-                     " step-level figures, starting from " + d.start);
+    header(o, d,
+           "fitted by basp calibrate on " + std::to_string(d.step->quality.measured.size()) +
+               " step-level figures, starting from " + d.start);
     o << "sources: |\n  Every figure of the files above was simulated as a whole training step (Ulysses and\n"
          "  BASP, every model it names) and the parameters marked free: true minimise the relative\n"
          "  errors. The others (marked free: false, or not fitted at all) keep the start's values:\n"
-         "  " << one_line(d.start) << "\n";
+         "  "
+      << one_line(d.start) << "\n";
     link_and_software_values(o, d.step->calibration);
     compute_values(o, d.step->calibration.compute, true);
   } else {
     const std::size_t comm_runs = d.links ? d.links->quality.measured.size() : 0;
     const std::size_t compute_runs = d.compute ? d.compute->quality.measured.size() : 0;
-    header(o, d, "fitted by basp calibrate on " + std::to_string(comm_runs) + " all-to-all and " +
-                     std::to_string(compute_runs) + " compute runs");
+    header(o, d,
+           "fitted by basp calibrate on " + std::to_string(comm_runs) + " all-to-all and " +
+               std::to_string(compute_runs) + " compute runs");
     o << "sources: |\n  Every all-to-all run of the files above was simulated on the topology (contention "
          "included)\n"
          "  and the link and software parameters minimise the relative errors; compute efficiencies per\n"

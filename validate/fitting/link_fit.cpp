@@ -10,6 +10,7 @@
 #include "collective_run.hpp"
 #include "input_error.hpp"
 #include "least_squares.hpp"
+#include "transforms.hpp"
 
 namespace basp::fitting {
 
@@ -31,20 +32,6 @@ struct Param {
   LinkClass cls = LinkClass::fabric;
   std::string name;
 };
-
-// Efficiencies map to (kMinEfficiency, 1): a solver step can never make a link's capacity 0 (which
-// would leave the topology without routes).
-constexpr double kMinEfficiency = 1e-4;
-double sigmoid(double u) {
-  return 1 / (1 + std::exp(-u));
-}
-double logistic(double u) {
-  return kMinEfficiency + (1 - kMinEfficiency) * sigmoid(u);
-}
-double logit(double p) {
-  const double q = (p - kMinEfficiency) / (1 - kMinEfficiency);
-  return std::log(q / (1 - q));
-}
 
 Calibration with(const Calibration& base, const std::vector<Param>& ps, const Eigen::VectorXd& x) {
   Calibration c = base;
@@ -149,7 +136,7 @@ LinkFit fit_links(const Topology& topo, const Calibration& start,
     FittedParameter p{ps[i].name, 0, su, fit.free[i]};
     if (ps[i].kind == Kind::efficiency) {
       p.value = logistic(u);
-      p.sigma = su * (1 - kMinEfficiency) * sigmoid(u) * (1 - sigmoid(u));
+      p.sigma = su * logistic_slope(u);
       any_bandwidth = any_bandwidth || p.free;
     } else {
       p.value = std::exp(u);

@@ -2,8 +2,10 @@
 // its name and the missing field instead of a JSON exception.
 #include "measurements.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -71,8 +73,9 @@ std::string hardware_line(const json& hw) {
 namespace {
 int positive(const json& j, const std::string& key, const std::string& path, const std::string& where) {
   const double v = number(j, key, path, where);
-  if (v < 1 || v != double(long(v)))
-    throw InputError(path, 0, where + "." + key, "must be a whole number of at least 1");
+  // Range first: casting a value beyond int (3e9, 1e300) would be undefined.
+  if (!(v >= 1 && v <= double(std::numeric_limits<int>::max())) || v != std::floor(v))
+    throw InputError(path, 0, where + "." + key, "must be a whole number of at least 1 (and below 2^31)");
   return int(v);
 }
 
@@ -105,6 +108,7 @@ void read_step(const json& j, const json& results, const std::string& path, std:
     o.statistic = text(r, "statistic", path, where);
     o.value = number(r, "value", path, where);
     o.setting = m.step_settings.size() - 1;
+    o.row = i;
     const bool per_strategy = o.quantity == "step_s" || o.quantity == "a2a_s" || o.quantity == "a2a_share";
     if (!per_strategy && o.quantity != "speedup" && o.quantity != "a2a_reduction")
       throw InputError(path, 0, where + ".quantity",
@@ -138,8 +142,11 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
     throw InputError(path, 0, "schema", "must be basp-measurements");
   if (number(j, "schema_version", path, "") != 1)
     throw InputError(path, 0, "schema_version", "this basp reads version 1");
-  MeasurementSource src{path, fnv1a_hex(bytes), text(j, "command", path, ""),
-                        hardware_line(field(j, "hardware", path, "")), "",
+  MeasurementSource src{path,
+                        fnv1a_hex(bytes),
+                        text(j, "command", path, ""),
+                        hardware_line(field(j, "hardware", path, "")),
+                        "",
                         j.contains("config") ? j.at("config").dump() : std::string("{}")};
   const std::size_t id = m.sources.size();
   m.sources.push_back(src);
@@ -207,8 +214,9 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
       if (r.contains("bytes")) s.bytes = number(r, "bytes", path, where);
       const bool memory_bound = s.op == "rotary" || s.op == "pack_qkv";
       if (s.time_s <= 0 || (memory_bound ? s.bytes <= 0 : s.flops <= 0))
-        throw InputError(path, 0, where,
-                         memory_bound ? "bytes and time must be positive" : "flops and time must be positive");
+        throw InputError(
+            path, 0, where,
+            memory_bound ? "bytes and time must be positive" : "flops and time must be positive");
       m.compute.push_back(s);
     }
   }

@@ -10,9 +10,9 @@ namespace basp::fitting {
 
 struct MeasurementSource {
   std::string path;
-  std::string hash;      // FNV-1a 64 of the file's bytes, hex: names the exact file a fit used
-  std::string command;   // layer | comm | compute | step
-  std::string hardware;  // one line: backend, launcher, ranks, first host, CPU or first GPU
+  std::string hash;        // FNV-1a 64 of the file's bytes, hex: names the exact file a fit used
+  std::string command;     // layer | comm | compute | step
+  std::string hardware;    // one line: backend, launcher, ranks, first host, CPU or first GPU
   std::string provenance;  // step files: where the figures come from (a paper, a framework's logs)
   std::string config;      // the file's configuration object, as one line of JSON
 };
@@ -62,12 +62,14 @@ struct StepSetting {
   std::size_t source = 0;
 };
 struct StepObservation {
-  std::string quantity;   // step_s | a2a_s | a2a_share (per strategy) | speedup | a2a_reduction (BASP over Ulysses)
+  std::string
+      quantity;  // step_s | a2a_s | a2a_share (per strategy) | speedup | a2a_reduction (BASP over Ulysses)
   std::string strategy;   // ulysses | basp for the per-strategy quantities, else empty
   std::string statistic;  // value: of the one model; min | max: over `models`
   std::vector<std::string> models;
   double value = 0;
   std::size_t setting = 0;  // index into Measurements::step_settings
+  std::size_t row = 0;      // its index in its file's results, for messages
 };
 
 struct Measurements {

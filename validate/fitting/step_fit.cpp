@@ -1,6 +1,5 @@
-// Every evaluation simulates each (setting, model) pair once under Ulysses and BASP and derives all
-// figures from those runs. Parameters live in transformed space as in the link fit (efficiencies
-// through a logistic, times through a log); residuals are relative, (p − m)/m.
+// Step-level figures predicted by whole simulated training steps, and the fit of calibration
+// parameters to them (relative residuals; efficiencies through a logistic, times through a log).
 #include "step_fit.hpp"
 
 #include <algorithm>
@@ -11,30 +10,20 @@
 #include "input_error.hpp"
 #include "least_squares.hpp"
 #include "step_run.hpp"
+#include "topology_file.hpp"
+#include "transforms.hpp"
 
 namespace basp::fitting {
 
 namespace {
 
-enum class Kind { link_efficiency, launch, per_peer, compute };
+enum class ParamKind { link_efficiency, launch, per_peer, compute };
 struct Param {
-  Kind kind;
+  ParamKind kind;
   LinkClass cls = LinkClass::fabric;
   double ComputeEfficiency::*field = nullptr;
   std::string name;
 };
-
-constexpr double kMinEfficiency = 1e-4;  // a step can never make a capacity or a speed 0
-double sigmoid(double u) {
-  return 1 / (1 + std::exp(-u));
-}
-double logistic(double u) {
-  return kMinEfficiency + (1 - kMinEfficiency) * sigmoid(u);
-}
-double logit(double p) {
-  const double q = (std::clamp(p, 1e-3, 0.999) - kMinEfficiency) / (1 - kMinEfficiency);
-  return std::log(q / (1 - q));
-}
 
 std::vector<Param> all_params(const Topology& topo) {
   std::vector<Param> ps;
@@ -42,16 +31,16 @@ std::vector<Param> all_params(const Topology& topo) {
   for (const Link& l : topo.links) present[int(l.cls)] = true;
   for (int c = 0; c < 5; ++c)
     if (present[c])
-      ps.push_back({Kind::link_efficiency, LinkClass(c), nullptr,
+      ps.push_back({ParamKind::link_efficiency, LinkClass(c), nullptr,
                     "links." + std::string(to_string(LinkClass(c))) + ".efficiency"});
-  ps.push_back({Kind::launch, LinkClass::fabric, nullptr, "software.launch_overhead"});
-  ps.push_back({Kind::per_peer, LinkClass::fabric, nullptr, "software.per_peer_overhead"});
-  ps.push_back({Kind::compute, LinkClass::fabric, &ComputeEfficiency::gemm, "compute.gemm"});
-  ps.push_back(
-      {Kind::compute, LinkClass::fabric, &ComputeEfficiency::attention_forward, "compute.attention_forward"});
-  ps.push_back({Kind::compute, LinkClass::fabric, &ComputeEfficiency::attention_backward,
+  ps.push_back({ParamKind::launch, LinkClass::fabric, nullptr, "software.launch_overhead"});
+  ps.push_back({ParamKind::per_peer, LinkClass::fabric, nullptr, "software.per_peer_overhead"});
+  ps.push_back({ParamKind::compute, LinkClass::fabric, &ComputeEfficiency::gemm, "compute.gemm"});
+  ps.push_back({ParamKind::compute, LinkClass::fabric, &ComputeEfficiency::attention_forward,
+                "compute.attention_forward"});
+  ps.push_back({ParamKind::compute, LinkClass::fabric, &ComputeEfficiency::attention_backward,
                 "compute.attention_backward"});
-  ps.push_back({Kind::compute, LinkClass::fabric, &ComputeEfficiency::memory, "compute.memory"});
+  ps.push_back({ParamKind::compute, LinkClass::fabric, &ComputeEfficiency::memory, "compute.memory"});
   return ps;
 }
 
@@ -65,38 +54,43 @@ bool selected(const std::string& name, const std::vector<std::string>& fit) {
 
 double start_value(const Param& p, const Calibration& start, const Topology& topo) {
   switch (p.kind) {
-    case Kind::link_efficiency:
-      // Unset: near the nominal rate, where the logistic still has a slope.
-      return start.links[int(p.cls)].efficiency.value_or(0.99);
-    case Kind::launch:
+    case ParamKind::link_efficiency:
+      return start.links[int(p.cls)].efficiency.value_or(1.0);  // unset: the nominal rate
+    case ParamKind::launch:
       return start.launch_s.value_or(topo.software.launch_s);
-    case Kind::per_peer:
+    case ParamKind::per_peer:
       return start.per_peer_s.value_or(topo.software.per_peer_s);
-    case Kind::compute:
+    case ParamKind::compute:
       return start.compute.*p.field;
   }
   return 0;
 }
 
-double to_solver(const Param& p, double v) {
-  return p.kind == Kind::link_efficiency || p.kind == Kind::compute ? logit(v) : std::log(v);
-}
-double from_solver(const Param& p, double u) {
-  return p.kind == Kind::link_efficiency || p.kind == Kind::compute ? logistic(u) : std::exp(u);
+bool is_efficiency(const Param& p) {
+  return p.kind == ParamKind::link_efficiency || p.kind == ParamKind::compute;
 }
 
-void set(Calibration& c, const Param& p, double v) {
+// Starts inside the transforms' ranges (an efficiency of exactly 1, an overhead of 0), where the
+// solver still has a slope; held parameters are reported and written at their exact start values.
+double to_solver(const Param& p, double v) {
+  return is_efficiency(p) ? logit(std::clamp(v, 1e-3, 0.99)) : std::log(std::max(v, 1e-9));
+}
+double from_solver(const Param& p, double u) {
+  return is_efficiency(p) ? logistic(u) : std::exp(u);
+}
+
+void set_parameter(Calibration& c, const Param& p, double v) {
   switch (p.kind) {
-    case Kind::link_efficiency:
+    case ParamKind::link_efficiency:
       c.links[int(p.cls)].efficiency = v;
       break;
-    case Kind::launch:
+    case ParamKind::launch:
       c.launch_s = v;
       break;
-    case Kind::per_peer:
+    case ParamKind::per_peer:
       c.per_peer_s = v;
       break;
-    case Kind::compute:
+    case ParamKind::compute:
       c.compute.*p.field = v;
       break;
   }
@@ -109,12 +103,17 @@ struct ModelRun {
   StrategyFigures ulysses, basp;
 };
 
-double figure(const StepObservation& o, const ModelRun& r) {
+// `where`: the figure's file and row, for the one figure the simulation cannot give.
+double figure(const StepObservation& o, const ModelRun& r, const std::string& path,
+              const std::string& model) {
   const StrategyFigures& s = o.strategy == "basp" ? r.basp : r.ulysses;
   if (o.quantity == "step_s") return s.step_s;
   if (o.quantity == "a2a_s") return s.a2a_s;
   if (o.quantity == "a2a_share") return s.a2a_share;
   if (o.quantity == "speedup") return r.ulysses.step_s / r.basp.step_s;
+  if (!(r.basp.a2a_s > 0))  // groups of one rank (batch = sp) exchange nothing
+    throw InputError(path, 0, "results[" + std::to_string(o.row) + "].quantity",
+                     "a2a_reduction of " + model + ": BASP has no all-to-all when each group is one rank");
   return r.ulysses.a2a_s / r.basp.a2a_s;  // a2a_reduction
 }
 
@@ -151,6 +150,17 @@ std::vector<std::string> step_parameter_names(const Topology& topo) {
 
 std::vector<double> predict_step_figures(const std::string& topology, const TopologyOverrides& overrides,
                                          const Calibration& cal, const Measurements& m) {
+  const Topology topo = load_topology(topology, overrides);
+  for (const StepSetting& s : m.step_settings) {
+    const std::string& path = m.sources[s.source].path;
+    if (s.topology != topo.name)
+      throw InputError(path, 0, "config.topology",
+                       "these figures are of '" + s.topology + "', --topology is '" + topo.name + "'");
+    if (std::size_t(s.sp) > topo.gpus.size())
+      throw InputError(path, 0, "config.sp",
+                       std::to_string(s.sp) + " ranks, but " + topo.name + " has " +
+                           std::to_string(topo.gpus.size()) + " GPUs");
+  }
   // One simulation per (setting, model), shared by every figure that needs it.
   std::map<std::pair<std::size_t, std::string>, ModelRun> runs;
   for (const StepObservation& o : m.steps)
@@ -172,8 +182,9 @@ std::vector<double> predict_step_figures(const std::string& topology, const Topo
   for (const StepObservation& o : m.steps) {
     double v = o.statistic == "max" ? -std::numeric_limits<double>::infinity()
                                     : std::numeric_limits<double>::infinity();
+    const std::string& path = m.sources[m.step_settings[o.setting].source].path;
     for (const std::string& model : o.models) {
-      const double f = figure(o, runs.at({o.setting, model}));
+      const double f = figure(o, runs.at({o.setting, model}), path, model);
       v = o.statistic == "max" ? std::max(v, f) : std::min(v, f);  // "value": its one model
     }
     out.push_back(v);
@@ -184,10 +195,6 @@ std::vector<double> predict_step_figures(const std::string& topology, const Topo
 StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides, const Calibration& start,
                  const Measurements& m, const std::vector<std::string>& fit) {
   const Topology topo = load_topology(topology, overrides);
-  for (const StepSetting& s : m.step_settings)
-    if (s.topology != topo.name)
-      throw InputError(m.sources[s.source].path, 0, "config.topology",
-                       "these figures are of '" + s.topology + "', --topology is '" + topo.name + "'");
   const std::vector<Param> every = all_params(topo);
   for (const std::string& f : fit) {
     bool known = false;
@@ -200,6 +207,7 @@ StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides
   }
   std::vector<Param> ps;
   std::vector<double> x0;
+  std::vector<double> out_predicted_at_start;
   for (const Param& p : every)
     if (selected(p.name, fit)) ps.push_back(p), x0.push_back(to_solver(p, start_value(p, start, topo)));
   if (m.steps.size() < ps.size())
@@ -207,13 +215,15 @@ StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides
                      std::to_string(m.steps.size()) + " step figures cannot determine " +
                          std::to_string(ps.size()) + " parameters: name at most " +
                          std::to_string(m.steps.size()) + " with --fit (the others keep --start's values)");
-  const auto with = [&](const Eigen::VectorXd& x) {
+  const auto calibration_at = [&](const Eigen::VectorXd& x) {
     Calibration c = start;
-    for (std::size_t i = 0; i < ps.size(); ++i) set(c, ps[i], from_solver(ps[i], x[long(i)]));
+    for (std::size_t i = 0; i < ps.size(); ++i) set_parameter(c, ps[i], from_solver(ps[i], x[long(i)]));
     return c;
   };
+  // Bad figures (another topology, an impossible ratio) are refused here, before the solver runs.
+  out_predicted_at_start = predict_step_figures(topology, overrides, start, m);
   const auto residuals = [&](const Eigen::VectorXd& x) {
-    const std::vector<double> p = predict_step_figures(topology, overrides, with(x), m);
+    const std::vector<double> p = predict_step_figures(topology, overrides, calibration_at(x), m);
     Eigen::VectorXd r(long(p.size()));
     for (std::size_t i = 0; i < p.size(); ++i) r[long(i)] = (p[i] - m.steps[i].value) / m.steps[i].value;
     return r;
@@ -222,32 +232,26 @@ StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides
   // parameters, the compute efficiencies (best known from kernel benchmarks) keep --start's values first.
   std::vector<int> hold_first;
   for (const Param& p : ps)
-    hold_first.push_back(p.kind == Kind::compute ? 2 : p.kind == Kind::link_efficiency ? 0 : 1);
+    hold_first.push_back(p.kind == ParamKind::compute ? 2 : p.kind == ParamKind::link_efficiency ? 0 : 1);
   const LeastSquaresFit lsq = levenberg_marquardt(
       residuals, Eigen::Map<const Eigen::VectorXd>(x0.data(), long(x0.size())), hold_first, 40, 1e-3);
   StepFit out;
   out.iterations = lsq.iterations;
   out.converged = lsq.converged;
-  // Held parameters keep --start's values exactly (not the solver's round trip through logit).
-  Eigen::VectorXd x = lsq.x;
-  for (std::size_t i = 0; i < ps.size(); ++i)
-    if (!lsq.free[i]) x[long(i)] = x0[i];
+  out.predicted_at_start = out_predicted_at_start;
+  // Held parameters keep --start's values exactly, as written and simulated (not the solver's
+  // start, which is moved inside the transforms' ranges).
   out.calibration = start;
-  for (std::size_t i = 0; i < ps.size(); ++i)
-    if (lsq.free[i]) set(out.calibration, ps[i], from_solver(ps[i], x[long(i)]));
   for (std::size_t i = 0; i < ps.size(); ++i) {
-    const double u = x[long(i)], su = lsq.sigma[long(i)];
-    FittedParameter p{ps[i].name, from_solver(ps[i], u), su, bool(lsq.free[i])};
-    // A held link class the start leaves unset runs at its nominal rate.
-    if (!p.free && ps[i].kind == Kind::link_efficiency && !start.links[int(ps[i].cls)].efficiency)
-      p.value = 1;
-    if (ps[i].kind == Kind::link_efficiency || ps[i].kind == Kind::compute)
-      p.sigma = su * (1 - kMinEfficiency) * sigmoid(u) * (1 - sigmoid(u));
-    else
-      p.sigma = su * p.value;
+    const double u = lsq.x[long(i)], su = lsq.sigma[long(i)];
+    FittedParameter p{ps[i].name, start_value(ps[i], start, topo), su, bool(lsq.free[i])};
+    if (p.free) {
+      p.value = from_solver(ps[i], u);
+      set_parameter(out.calibration, ps[i], p.value);
+      p.sigma = is_efficiency(ps[i]) ? su * logistic_slope(u) : su * p.value;
+    }
     out.parameters.push_back(p);
   }
-  out.predicted_at_start = predict_step_figures(topology, overrides, start, m);
   const std::vector<double> predicted = predict_step_figures(topology, overrides, out.calibration, m);
   std::vector<double> rel;
   for (std::size_t i = 0; i < m.steps.size(); ++i) {
