@@ -112,13 +112,7 @@ int comm_command(const ValidateOptions& o, Control& ctl, Hardware hw, MakeExchan
                              {"iters", o.iters},
                              {"timeout_s", o.timeout_s},
                              {"datatype", "fp32"}};
-    write_json_output(json.get(), {{"schema", "basp-measurements"},
-                                   {"schema_version", 1},
-                                   {"command", "comm"},
-                                   {"config", config},
-                                   {"hardware", to_json(hw)},
-                                   {"results", jrows},
-                                   {"ok", failed == 0}});
+    write_json_output(json.get(), measurements_document("comm", config, to_json(hw), jrows, failed == 0));
   }
   ctl.broadcast(&failed, sizeof failed);
   return failed;

@@ -158,13 +158,7 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
         {"kv_heads", sh.kv_heads}, {"head_dim", sh.head_dim}, {"hidden", sh.hidden},
         {"seq", sh.seq},           {"batch", sh.batch},       {"ranks", N},
         {"warmup", o.warmup},      {"iters", o.iters},        {"attention_tile", o.attention_tile}};
-    write_json_output(json.get(), {{"schema", "basp-measurements"},
-                                   {"schema_version", 1},
-                                   {"command", "compute"},
-                                   {"config", config},
-                                   {"hardware", to_json(hw)},
-                                   {"results", results},
-                                   {"ok", true}});
+    write_json_output(json.get(), measurements_document("compute", config, to_json(hw), results, true));
   }
   return 0;
 }

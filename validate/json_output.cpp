@@ -25,6 +25,17 @@ void write_json_output(std::ofstream* file, const nlohmann::json& j) {
   if (file) *file << j.dump(1) << "\n";
 }
 
+nlohmann::json measurements_document(const std::string& command, nlohmann::json config,
+                                     nlohmann::json hardware, nlohmann::json results, bool ok) {
+  return {{"schema", "basp-measurements"},
+          {"schema_version", 1},
+          {"command", command},
+          {"config", std::move(config)},
+          {"hardware", std::move(hardware)},
+          {"results", std::move(results)},
+          {"ok", ok}};
+}
+
 std::vector<std::string> gather_strings(const std::string& mine, Control& ctl) {
   constexpr std::size_t width = 256;
   std::vector<char> buf(width, '\0');

@@ -16,6 +16,10 @@ namespace basp::validate {
 std::unique_ptr<std::ofstream> open_json_output(const std::string& path, Control& ctl);
 void write_json_output(std::ofstream* file, const nlohmann::json& j);
 
+// The basp-measurements v1 envelope every subcommand writes (read back by validate/fitting).
+nlohmann::json measurements_document(const std::string& command, nlohmann::json config,
+                                     nlohmann::json hardware, nlohmann::json results, bool ok);
+
 // Every rank's host name, on rank 0 (others get an empty list).
 std::vector<std::string> gather_strings(const std::string& mine, Control& ctl);
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "json_output.hpp"
 #include "stats.hpp"
 
 namespace basp::validate {
@@ -153,9 +154,7 @@ nlohmann::json layer_json(const LayerReport& r) {
                        {"phases", phases},
                        {"checks", checks}});
   }
-  nlohmann::json j = {
-      {"schema", "basp-measurements"},   {"schema_version", 1}, {"command", "layer"}, {"config", config},
-      {"hardware", to_json(r.hardware)}, {"results", results},  {"ok", r.ok()}};
+  nlohmann::json j = measurements_document("layer", config, to_json(r.hardware), results, r.ok());
   if (r.strategies_max_abs_diff) j["ulysses_vs_basp_max_abs_diff"] = *r.strategies_max_abs_diff;
   return j;
 }
