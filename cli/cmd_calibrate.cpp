@@ -125,6 +125,22 @@ std::string overrides_text(const TopologyOptions& t) {
   return out;
 }
 
+// The document's identity (name, topology as reshaped) and the file itself, for either fit.
+fitting::CalibrationDocument document_for(const CalibrateArgs& a, const Topology& topo,
+                                          const fitting::Measurements& m) {
+  fitting::CalibrationDocument doc;
+  doc.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
+  doc.topology = topo.name + overrides_text(a.topo);
+  doc.measurements = &m;
+  return doc;
+}
+
+void write_calibration_file(const std::string& path, const fitting::CalibrationDocument& doc) {
+  std::ofstream out(path);
+  if (!out) throw InputError(path, 0, "--out", "cannot open this file for writing");
+  out << fitting::calibration_yaml(doc);
+}
+
 // Step-level figures: their own fit, from --start, through whole-step simulations.
 int run_step_calibrate(const CalibrateArgs& a, const Topology& topo, const fitting::Measurements& m) {
   for (const auto& s : m.sources)
@@ -138,10 +154,7 @@ int run_step_calibrate(const CalibrateArgs& a, const Topology& topo, const fitti
   if (!step.converged)
     std::cerr << "basp: warning: the step fit stopped after " << step.iterations
               << " iterations without converging; check the residuals before using the file\n";
-  fitting::CalibrationDocument doc;
-  doc.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
-  doc.topology = topo.name + overrides_text(a.topo);
-  doc.measurements = &m;
+  fitting::CalibrationDocument doc = document_for(a, topo, m);
   doc.step = &step;
   // The start as the user named it (not this machine's resolved path), with its content hash.
   doc.start = start.name;
@@ -153,10 +166,7 @@ int run_step_calibrate(const CalibrateArgs& a, const Topology& topo, const fitti
     bytes << in.rdbuf();
     doc.start += " (--start " + a.start + ", fnv1a64 " + fitting::fnv1a_hex(bytes.str()) + ")";
   }
-  std::ofstream out(a.out);
-  if (!out) throw InputError(a.out, 0, "--out", "cannot open this file for writing");
-  out << fitting::calibration_yaml(doc);
-  out.close();
+  write_calibration_file(a.out, doc);
   if (a.format.format() == Format::json) {
     nlohmann::json figures = nlohmann::json::array();
     for (std::size_t i = 0; i < step.labels.size(); ++i)
@@ -206,16 +216,10 @@ int run_calibrate(const CalibrateArgs& a) {
     if (!gpu) throw InputError(topo.source, 0, "gpu", "unknown GPU kind '" + topo.gpu_kind + "'");
     compute = fitting::fit_compute(*gpu, ComputeEfficiency{}, m.compute);
   }
-  fitting::CalibrationDocument doc;
-  doc.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
-  doc.topology = topo.name + overrides_text(a.topo);
-  doc.measurements = &m;
+  fitting::CalibrationDocument doc = document_for(a, topo, m);
   doc.links = links ? &*links : nullptr;
   doc.compute = compute ? &*compute : nullptr;
-  std::ofstream out(a.out);
-  if (!out) throw InputError(a.out, 0, "--out", "cannot open this file for writing");
-  out << fitting::calibration_yaml(doc);
-  out.close();
+  write_calibration_file(a.out, doc);
   if (a.format.format() == Format::json) {
     nlohmann::json j = {{"out", a.out}, {"topology", topo.name}};
     if (links) {

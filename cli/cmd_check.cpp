@@ -28,6 +28,25 @@ struct CheckArgs {
   FormatOptions format;
 };
 
+// The end of every check: the JSON object (`items` under `key`) or the table's last line, with
+// the median and max |relative error| over the compared values (phases or figures).
+void print_summary(Format format, const Topology& topo, const Calibration& cal, const char* key,
+                   const nlohmann::json& items, const std::vector<double>& errors, const char* compared) {
+  const double med = fitting::median(errors);
+  const double max = errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end());
+  if (format == Format::json)
+    std::cout << nlohmann::json{{"topology", topo.name},
+                                {"calibration", cal.name},
+                                {key, items},
+                                {"median_abs_relative_error", med},
+                                {"max_abs_relative_error", max}}
+                     .dump(1)
+              << "\n";
+  else if (format == Format::table)
+    std::printf("# relative error over %zu %s: median %.1f%%, max %.1f%%\n", errors.size(), compared,
+                100 * med, 100 * max);
+}
+
 // Step-level figures: each whole step simulated under the calibration, every figure compared.
 int run_step_check(const CheckArgs& a, const Topology& topo, const Calibration& cal,
                    const fitting::Measurements& m) {
@@ -62,18 +81,7 @@ int run_step_check(const CheckArgs& a, const Topology& topo, const Calibration& 
                        {"predicted", predicted[i]},
                        {"relative_error", err}});
   }
-  const double med = fitting::median(errors), max = *std::max_element(errors.begin(), errors.end());
-  if (a.format.format() == Format::json)
-    std::cout << nlohmann::json{{"topology", topo.name},
-                                {"calibration", cal.name},
-                                {"figures", figures},
-                                {"median_abs_relative_error", med},
-                                {"max_abs_relative_error", max}}
-                     .dump(1)
-              << "\n";
-  else if (a.format.format() == Format::table)
-    std::printf("# relative error over %zu figures: median %.1f%%, max %.1f%%\n", errors.size(), 100 * med,
-                100 * max);
+  print_summary(a.format.format(), topo, cal, "figures", figures, errors, "figures");
   return 0;
 }
 
@@ -162,19 +170,7 @@ int run_check(const CheckArgs& a) {
     }
     runs.push_back(r);
   }
-  const double med = fitting::median(all_errors);
-  const double max = all_errors.empty() ? 0.0 : *std::max_element(all_errors.begin(), all_errors.end());
-  if (a.format.format() == Format::json)
-    std::cout << nlohmann::json{{"topology", topo.name},
-                                {"calibration", cal.name},
-                                {"runs", runs},
-                                {"median_abs_relative_error", med},
-                                {"max_abs_relative_error", max}}
-                     .dump(1)
-              << "\n";
-  else if (a.format.format() == Format::table)
-    std::printf("# relative error over %zu phases: median %.1f%%, max %.1f%%\n", all_errors.size(), 100 * med,
-                100 * max);
+  print_summary(a.format.format(), topo, cal, "runs", runs, all_errors, "phases");
   return 0;
 }
 
