@@ -2,6 +2,7 @@
 // topology file's own values stay the single place defaults live.
 #include "options.hpp"
 
+#include "gpu_kind.hpp"
 #include "input_error.hpp"
 
 namespace basp::cli {
@@ -30,7 +31,7 @@ TopologyOverrides TopologyOptions::resolved_overrides() const {
 }
 
 Topology TopologyOptions::load() const {
-  return load_topology(topology, resolved_overrides());
+  return load_topology(topology, resolved_overrides(), gpu_kind_names());
 }
 
 void FormatOptions::add_to(CLI::App& app) {

@@ -1,5 +1,5 @@
-// Small helpers shared by the tests: shipped/test topology paths, temporary YAML files, running
-// the `basp` binary. Temporary files live under the system temp folder and are removed by their guard.
+// Small helpers shared by the tests: test data paths, temporary YAML files (removed by their guard),
+// running a command line. cli_helpers.hpp adds running the `basp` binary.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -45,11 +45,6 @@ inline Run run_command(const std::string& cmd) {
   const int status = ::pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
-}
-
-// Runs the built `basp` with these arguments (shell words) and collects its output and exit code.
-inline Run basp_cli(const std::string& args, bool with_stderr = true) {
-  return run_command(std::string(BASP_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 }  // namespace basp::test

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_kind.hpp"
-#include "helpers.hpp"
+#include "cli_helpers.hpp"
 
 using basp::test::basp_cli;
 

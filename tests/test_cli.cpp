@@ -1,12 +1,11 @@
 // The `basp` command as users run it: exit codes (0 ok, 2 bad input), one clear message naming
 // file, line and field, and JSON that parses and holds the documented keys.
-#include "helpers.hpp"
+#include "cli_helpers.hpp"
 
 #include "calibration.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-
 
 using basp::test::basp_cli;
 using basp::test::Run;
@@ -52,6 +51,26 @@ fabric: {kind: single-switch, latency: 1 us}
   CHECK_THAT(r.out, Catch::Contains(f.path + ":8:"));
   CHECK_THAT(r.out, Catch::Contains("node.nvlink.bandwidth"));
   CHECK_THAT(r.out, Catch::Contains("450 GBs"));
+}
+
+TEST_CASE("cli: a topology naming an unknown GPU kind exits 2 listing the known kinds") {
+  basp::test::TempFile f(R"(name: bad
+gpu: H100-SXN
+nodes: 1
+node:
+  kind: nvswitch
+  gpus: 8
+  nvlink: {bandwidth: 450 GB/s, latency: 1 us}
+  pcie: {bandwidth: 64 GB/s, latency: 1 us}
+fabric: {kind: none}
+)");
+  for (const char* command : {"topo", "collective --size 1MiB", "simulate"}) {
+    INFO(command);
+    const Run r = basp_cli(std::string(command) + " --topology " + f.path);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains(f.path + ":2:"));
+    CHECK_THAT(r.out, Catch::Contains("unknown GPU kind 'H100-SXN' (known: A100-40GB, A100-80GB, H100-SXM"));
+  }
 }
 
 TEST_CASE("cli: impossible requests exit 2 with one clear message") {

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "compute_fit.hpp"
-#include "helpers.hpp"
+#include "cli_helpers.hpp"
 #include "link_fit.hpp"
 #include "topology_file.hpp"
 

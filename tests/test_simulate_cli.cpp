@@ -1,6 +1,6 @@
 // `basp simulate` as users run it: the default scenario, the JSON contract (config + results with
 // the documented keys), CSV, a trace that is valid trace-event JSON, bad input exiting 2.
-#include "helpers.hpp"
+#include "cli_helpers.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration_writer.hpp"
-#include "helpers.hpp"
+#include "cli_helpers.hpp"
 #include "input_error.hpp"
 #include "step_fit.hpp"
 #include "topology_file.hpp"

@@ -5,7 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "helpers.hpp"
+#include "cli_helpers.hpp"
 
 using basp::test::Run;
 using basp::test::TempFile;

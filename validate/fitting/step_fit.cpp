@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "gpu_kind.hpp"
 #include "input_error.hpp"
 #include "least_squares.hpp"
 #include "step_run.hpp"
@@ -150,7 +151,7 @@ std::vector<std::string> step_parameter_names(const Topology& topo) {
 
 std::vector<double> predict_step_figures(const std::string& topology, const TopologyOverrides& overrides,
                                          const Calibration& cal, const Measurements& m) {
-  const Topology topo = load_topology(topology, overrides);
+  const Topology topo = load_topology(topology, overrides, gpu_kind_names());
   for (const StepSetting& s : m.step_settings) {
     const std::string& path = m.sources[s.source].path;
     if (s.topology != topo.name)
@@ -194,7 +195,7 @@ std::vector<double> predict_step_figures(const std::string& topology, const Topo
 
 StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides, const Calibration& start,
                  const Measurements& m, const std::vector<std::string>& fit) {
-  const Topology topo = load_topology(topology, overrides);
+  const Topology topo = load_topology(topology, overrides, gpu_kind_names());
   const std::vector<Param> every = all_params(topo);
   for (const std::string& f : fit) {
     bool known = false;

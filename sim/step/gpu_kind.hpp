@@ -3,7 +3,6 @@
 #pragma once
 
 #include <span>
-#include <string>
 #include <string_view>
 
 namespace basp {
@@ -17,6 +16,7 @@ struct GpuKind {
 
 std::span<const GpuKind> gpu_kinds();
 const GpuKind* lookup_gpu_kind(std::string_view name);  // nullptr when unknown
-std::string known_gpu_kinds();                          // "A100-40GB, A100-80GB, ..."
+// The kinds' names in table order: what a topology's `gpu` field may say (load_topology checks it).
+std::span<const std::string_view> gpu_kind_names();
 
 }  // namespace basp

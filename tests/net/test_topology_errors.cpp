@@ -96,6 +96,26 @@ TEST_CASE("each bad template field is refused with its name") {
   }
 }
 
+// System: the valid template, its `gpu` field set to a name the caller's list lacks.
+// Expectations: without a list the network takes the name as a label; with one, an InputError at
+// the field's line lists the allowed names in the list's order.
+TEST_CASE("a topology's GPU kind is checked against the names it may use") {
+  TempFile f(replaced(valid_template, "gpu: H100-SXM", "gpu: Z9000"));
+  CHECK(load_topology(f.path).gpu_kind == "Z9000");
+  const std::string_view allowed[] = {"B200", "Z9000"};
+  CHECK(load_topology(f.path, {}, allowed).gpus.size() == 8);
+  const std::string_view others[] = {"A100-40GB", "B200"};
+  try {
+    load_topology(f.path, {}, others);
+    FAIL("accepted a GPU kind outside the list");
+  } catch (const InputError& e) {
+    CHECK(e.file == f.path);
+    CHECK(e.line == 2);
+    CHECK(e.field == "gpu");
+    CHECK_THAT(std::string(e.what()), Catch::Contains("unknown GPU kind 'Z9000' (known: A100-40GB, B200)"));
+  }
+}
+
 TEST_CASE("errors name the file and the line") {
   TempFile f(replaced(valid_template, "kind: rail", "kind: torus"));
   try {

@@ -2,22 +2,16 @@
 // overrides, and writes the explicit form and Graphviz. Field docs: topologies/README.md.
 #include "topology_file.hpp"
 
-#include "gpu_kind.hpp"
+#include "data_files.hpp"
 #include "input_error.hpp"
 #include "topology_template.hpp"
 #include "yaml_fields.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <ostream>
 #include <sstream>
-
-#ifndef BASP_DEFAULT_DATA_DIR
-#define BASP_DEFAULT_DATA_DIR "."
-#endif
 
 namespace basp {
 namespace {
@@ -161,34 +155,19 @@ Topology read_explicit(YamlFields& f, const std::string& file) {
 
 }  // namespace
 
-std::string resolve_data_file(const std::string& folder, const std::string& name) {
-  namespace fs = std::filesystem;
-  if (name.find('/') != std::string::npos || (name.size() > 5 && name.ends_with(".yaml"))) return name;
-  const char* env = std::getenv("BASP_DATA_DIR");
-  const fs::path base = env && *env ? fs::path(env) : fs::path(BASP_DEFAULT_DATA_DIR);
-  const fs::path file = base / folder / (name + ".yaml");
-  if (!fs::exists(file)) {
-    std::vector<std::string> names;  // sorted: the message must not depend on directory order
-    if (fs::is_directory(base / folder))
-      for (const auto& entry : fs::directory_iterator(base / folder))
-        if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
-    std::sort(names.begin(), names.end());
-    std::string known;
-    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-    throw InputError("", 0, "", "no " + folder + " named '" + name + "' in " + (base / folder).string() +
-                                    (known.empty() ? "" : " (shipped: " + known + ")"));
-  }
-  return file.string();
-}
-
-Topology load_topology(const std::string& name_or_path, const TopologyOverrides& o) {
+Topology load_topology(const std::string& name_or_path, const TopologyOverrides& o,
+                       std::span<const std::string_view> gpu_kinds) {
   const std::string file = resolve_data_file("topologies", name_or_path);
   YamlFields f(load_yaml_file(file), file, "");
   const std::string name = f.text("name");
   f.text("description", "");
   f.text("sources", "");  // free text: where the numbers come from
   const std::string gpu = f.text("gpu");
-  if (!lookup_gpu_kind(gpu)) f.fail("gpu", "unknown GPU kind '" + gpu + "' (known: " + known_gpu_kinds() + ")");
+  if (!gpu_kinds.empty() && std::find(gpu_kinds.begin(), gpu_kinds.end(), gpu) == gpu_kinds.end()) {
+    std::string known;
+    for (std::string_view k : gpu_kinds) known += (known.empty() ? "" : ", ") + std::string(k);
+    f.fail("gpu", "unknown GPU kind '" + gpu + "' (known: " + known + ")");
+  }
   const std::string calibration = f.text("calibration", "");
   SoftwareCosts sw;
   RoutingOptions routing;

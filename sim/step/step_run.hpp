@@ -1,5 +1,5 @@
 // Simulates a training step under each requested strategy on one network and derives what the
-// report shows: step time, compute, all-to-all time and share (DESIGN.md §4), ZeRO traffic,
+// report shows: step time, compute, all-to-all time and share (docs/design.md, "Definitions"), ZeRO traffic,
 // memory, throughput, MFU and the speedup over Ulysses.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include "memory_model.hpp"
 #include "model.hpp"
 #include "step_config.hpp"
+#include "step_figures.hpp"
 #include "strategy.hpp"
 #include "topology.hpp"
 
@@ -18,12 +19,6 @@
 #include <vector>
 
 namespace basp {
-
-struct LinkUse {
-  int link = 0;
-  double bytes = 0;        // over the step
-  double utilization = 0;  // bytes / (capacity · step time)
-};
 
 struct StrategyResult {
   Strategy strategy = Strategy::ulysses;

@@ -4,7 +4,7 @@
 
 #include "engine.hpp"
 #include "topology.hpp"
-#include "workload.hpp"
+#include "step_graph.hpp"
 
 #include <iosfwd>
 #include <string_view>

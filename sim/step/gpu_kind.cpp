@@ -2,6 +2,9 @@
 // datasheets print sparse figures with an asterisk; dense is half of those).
 #include "gpu_kind.hpp"
 
+#include <array>
+#include <iterator>
+
 namespace basp {
 namespace {
 
@@ -32,6 +35,12 @@ constexpr GpuKind table[] = {
     {"CPU-core", 100e9, 12 * GB, 20 * GB},
 };
 
+constexpr auto table_names = [] {
+  std::array<std::string_view, std::size(table)> names;
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = table[i].name;
+  return names;
+}();
+
 }  // namespace
 
 std::span<const GpuKind> gpu_kinds() { return table; }
@@ -42,10 +51,6 @@ const GpuKind* lookup_gpu_kind(std::string_view name) {
   return nullptr;
 }
 
-std::string known_gpu_kinds() {
-  std::string known;
-  for (const GpuKind& k : table) known += (known.empty() ? "" : ", ") + std::string(k.name);
-  return known;
-}
+std::span<const std::string_view> gpu_kind_names() { return table_names; }
 
 }  // namespace basp

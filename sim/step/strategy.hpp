@@ -3,11 +3,18 @@
 #pragma once
 
 #include "model.hpp"
-#include "step_config.hpp"
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace basp {
+
+enum class Strategy { ulysses, basp, sp_dp, ring, usp };
+std::string_view to_string(Strategy s);
+std::optional<Strategy> parse_strategy(std::string_view name);  // "ulysses", "basp", "sp-dp", "ring", "usp"
+
+struct StepConfig;
 
 struct Layout {
   Strategy strategy = Strategy::ulysses;

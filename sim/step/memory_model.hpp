@@ -4,7 +4,7 @@
 
 #include "model.hpp"
 #include "strategy.hpp"
-#include "workload.hpp"
+#include "step_graph.hpp"
 
 namespace basp {
 

@@ -2,6 +2,7 @@
 // else out through a NIC (on rail fabrics first over NVLink to the destination's rail: PXN).
 #pragma once
 
+#include "hop.hpp"
 #include "topology.hpp"
 
 #include <cstdint>
@@ -10,13 +11,6 @@
 #include <vector>
 
 namespace basp {
-
-// A link on a flow's path and the fraction of the flow's bytes it carries (1 on a single path,
-// 1/k on each of k equal-cost paths when ECMP splits evenly).
-struct Hop {
-  int link;
-  float share;
-};
 
 struct RouteView {
   std::span<const Hop> hops;

@@ -1,7 +1,9 @@
 // Builds the step graph. The schedule follows DeepSpeed: exchanges block the compute stream (as
 // DeepSpeed-Ulysses issues them), ZeRO-3 gathers the next module while this one computes (one
 // module ahead), gradients are reduced per module on their own stream as backward produces them.
-#include "workload.hpp"
+#include "step_graph.hpp"
+
+#include "collectives.hpp"
 
 #include <algorithm>
 #include <array>

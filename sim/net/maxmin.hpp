@@ -19,7 +19,7 @@
 #pragma once
 
 #include "big_vector.hpp"
-#include "routing.hpp"
+#include "hop.hpp"
 
 #include <cstdint>
 #include <span>

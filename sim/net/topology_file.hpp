@@ -6,7 +6,9 @@
 
 #include <iosfwd>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace basp {
 
@@ -20,11 +22,10 @@ struct TopologyOverrides {
   std::optional<CrossRail> cross_rail;
 };
 
-// NAME resolves to topologies/NAME.yaml under $BASP_DATA_DIR or the source tree; anything with a
-// '/' or ending in .yaml is a path.
-std::string resolve_data_file(const std::string& folder, const std::string& name_or_path);
-
-Topology load_topology(const std::string& name_or_path, const TopologyOverrides& overrides = {});
+// NAME resolves to topologies/NAME.yaml (resolve_data_file). The network needs only the GPU kind's
+// name; `gpu_kinds`, when given, lists the names the file may use (the step model's table).
+Topology load_topology(const std::string& name_or_path, const TopologyOverrides& overrides = {},
+                       std::span<const std::string_view> gpu_kinds = {});
 
 // The explicit form of any topology; loading it back gives the same graph, link for link.
 void write_explicit_topology(const Topology& topo, std::ostream& out);

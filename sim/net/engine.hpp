@@ -9,8 +9,8 @@
 #pragma once
 
 #include "big_vector.hpp"
+#include "hop.hpp"
 #include "maxmin.hpp"
-#include "routing.hpp"
 
 #include <cstdint>
 #include <map>

@@ -2,8 +2,8 @@
 // and norm), so the file's published count checks the shape fields.
 #include "model.hpp"
 
+#include "data_files.hpp"
 #include "input_error.hpp"
-#include "topology_file.hpp"
 #include "yaml_fields.hpp"
 
 #include <cmath>

@@ -2,7 +2,7 @@
 // simulator sees only the calibrated capacities, latencies and overheads.
 #include "calibration.hpp"
 
-#include "topology_file.hpp"
+#include "data_files.hpp"
 #include "yaml_fields.hpp"
 
 namespace basp {

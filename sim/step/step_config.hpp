@@ -3,18 +3,13 @@
 #pragma once
 
 #include "collectives.hpp"
+#include "strategy.hpp"
 #include "topology_file.hpp"
 
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace basp {
-
-enum class Strategy { ulysses, basp, sp_dp, ring, usp };
-std::string_view to_string(Strategy s);
-std::optional<Strategy> parse_strategy(std::string_view name);  // "ulysses", "basp", "sp-dp", "ring", "usp"
 
 struct StepConfig {
   std::string topology = "paper-a100-2x4";

@@ -3,6 +3,7 @@
 #include "strategy.hpp"
 
 #include "input_error.hpp"
+#include "step_config.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -56,6 +57,23 @@ void set_ulysses(Layout& l, const ModelSpec& m, int p, double sequences, double 
 }
 
 }  // namespace
+
+std::string_view to_string(Strategy s) {
+  switch (s) {
+    case Strategy::ulysses: return "ulysses";
+    case Strategy::basp: return "basp";
+    case Strategy::sp_dp: return "sp-dp";
+    case Strategy::ring: return "ring";
+    case Strategy::usp: return "usp";
+  }
+  return "?";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view name) {
+  for (Strategy s : {Strategy::ulysses, Strategy::basp, Strategy::sp_dp, Strategy::ring, Strategy::usp})
+    if (to_string(s) == name) return s;
+  return std::nullopt;
+}
 
 Layout make_layout(const StepConfig& c, const ModelSpec& m, Strategy strategy, int ranks, int gpus_per_node) {
   Layout l;

@@ -1,0 +1,38 @@
+// What a simulated step's timelines and link counters reduce to: per-rank times averaged over the
+// ranks (a window's middle layer standing for the layers left out), the busiest links, bytes per class.
+#pragma once
+
+#include "engine.hpp"
+#include "step_graph.hpp"
+#include "topology.hpp"
+
+#include <array>
+#include <vector>
+
+namespace basp {
+
+// Step time, and per rank averaged over ranks: compute-stream busy time, time inside the
+// strategy's exchange calls and inside ZeRO calls (summed over calls), and the parts of each not
+// overlapped with compute (ZeRO: with compute or the exchanges). Definitions: docs/design.md,
+// "Definitions".
+struct StepTimes {
+  double step_s = 0, compute_s = 0, a2a_s = 0, a2a_exposed_s = 0, zero_comm_s = 0, zero_exposed_s = 0;
+};
+
+// `tasks` built `window` of the model's `layers` layers (build_step); when fewer, the middle layer's
+// figures and its period (forward and backward) are added once for each layer left out.
+StepTimes step_times(const Engine& engine, const StepTasks& tasks, int layers, int window);
+
+struct LinkUse {
+  int link = 0;
+  double bytes = 0;        // over the step
+  double utilization = 0;  // bytes / (capacity · step time)
+};
+
+// The `count` links that carried most bytes, most first (ties: lower id first), idle links left out.
+std::vector<LinkUse> busiest_links(const Topology& topo, const std::vector<double>& link_bytes, int count,
+                                   double step_s);
+// Bytes carried per LinkClass.
+std::array<double, 5> bytes_per_link_class(const Topology& topo, const std::vector<double>& link_bytes);
+
+}  // namespace basp

@@ -1,0 +1,152 @@
+// Runs each strategy's step graph on its own engine (same calibrated topology) and reduces the
+// per-rank timelines to the report's figures.
+#include "step_run.hpp"
+
+#include "cost_model.hpp"
+#include "gpu_kind.hpp"
+#include "input_error.hpp"
+#include "routing.hpp"
+#include "step_figures.hpp"
+#include "step_graph.hpp"
+#include "trace.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace basp {
+namespace {
+
+struct Run {
+  const Topology& topo;
+  const ModelSpec& model;
+  const GpuKind& gpu;
+  const CostModel& cost;
+  const StepConfig& config;
+  const ZeroPlan& zero;
+  const StepOptions& options;
+};
+
+// Transformer layers to build: all of them, the configured window, or the smallest window that
+// keeps the graph under the flow budget (at least 5, so that a middle layer has neighbours).
+int layers_to_simulate(const Run& run, const Layout& layout) {
+  const int layers = run.model.layers;
+  if (run.config.layers_simulated > 0) return std::min(layers, std::max(run.config.layers_simulated, 5));
+  const double per_layer = flows_per_layer(layout, run.config.checkpointing, run.topo);
+  if (per_layer * layers > run.config.flow_budget)
+    return std::min(layers, std::max(5, static_cast<int>(run.config.flow_budget / per_layer)));
+  return layers;
+}
+
+// Builds one strategy's step graph on its own engine, runs it and reduces it to the report's figures.
+StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trace, int run_index) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int ranks = run.config.gpus;
+  StrategyResult res;
+  res.strategy = strategy;
+  res.layout = make_layout(run.config, run.model, strategy, ranks, run.topo.gpus_per_node);
+  const StepCosts costs = step_costs(run.cost, res.layout, run.zero);
+  res.layers_simulated = layers_to_simulate(run, res.layout);
+  Engine engine(link_capacities(run.topo));
+  Router router(run.topo);
+  const StepTasks tasks = build_step(engine, router, run.topo, res.layout, costs, run.model,
+                                     run.config.checkpointing, run.zero, res.layers_simulated);
+  if (trace) {
+    std::vector<int> ids;
+    for (const LinkUse& u : busiest_links(run.topo, engine.link_bytes(), std::max(run.options.busiest_links, 16), 0.0))
+      ids.push_back(u.link);
+    engine.watch_links(ids);
+  }
+  res.stats = engine.run();
+
+  const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated);
+  res.step_s = times.step_s;
+  res.compute_s = times.compute_s;
+  res.a2a_s = times.a2a_s;
+  res.a2a_exposed_s = times.a2a_exposed_s;
+  res.zero_comm_s = times.zero_comm_s;
+  res.zero_exposed_s = times.zero_exposed_s;
+  res.a2a_share = res.step_s > 0 ? res.a2a_s / res.step_s : 0;
+  res.tokens_per_s = res.layout.sequences * double(run.config.seq) / res.step_s;
+  res.model_flops = costs.model_flops;
+  res.mfu = costs.model_flops / (res.step_s * run.gpu.peak_bf16_flops);
+  res.memory = memory_per_gpu(run.model, res.layout, run.zero, run.config.checkpointing);
+  res.fits = res.memory.total() <= run.gpu.hbm_bytes;
+  res.busiest_links = busiest_links(run.topo, engine.link_bytes(), run.options.busiest_links, res.stats.end_s);
+  res.class_bytes = bytes_per_link_class(run.topo, engine.link_bytes());
+  if (trace) {
+    const int traced = run.options.trace_ranks > 0 ? std::min(run.options.trace_ranks, ranks) : ranks;
+    trace->add_run(to_string(strategy), run_index, run.topo, engine, tasks, traced);
+  }
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+// `given` null: the calibration the config names (or the topology's).
+StepReport simulate_under(const StepConfig& in, const Calibration* given, const StepOptions& options) {
+  StepReport rep;
+  rep.config = in;
+  StepConfig& c = rep.config;
+  rep.topology = load_topology(in.topology, in.overrides, gpu_kind_names());
+  if (given) {
+    rep.calibration = *given;
+    c.calibration = given->name;
+  } else {
+    if (c.calibration.empty())
+      c.calibration = rep.topology.calibration.empty() ? "none" : rep.topology.calibration;
+    rep.calibration = load_calibration(c.calibration);
+  }
+  apply_calibration(rep.topology, rep.calibration);
+  rep.model = load_model(in.model);
+  rep.gpu_kind = rep.topology.gpu_kind;
+  const GpuKind& gpu = *lookup_gpu_kind(rep.gpu_kind);
+
+  const int available = static_cast<int>(rep.topology.gpus.size());
+  if (c.gpus == 0) c.gpus = available;
+  if (c.gpus < 1 || c.gpus > available)
+    throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + rep.topology.name + " has " +
+                                          std::to_string(available) + " (use --nodes to grow a template topology)");
+  if (c.sp == 0) c.sp = c.gpus;
+  if (c.seq < 1) throw InputError("", 0, "--seq", "must be at least 1 token");
+  if (c.zero < 0 || c.zero > 3) throw InputError("", 0, "--zero", "ZeRO stages are 0, 1, 2 and 3");
+  if (c.zero_group == 0) c.zero_group = c.gpus;
+  if (c.zero_group < 1 || c.gpus % c.zero_group != 0)
+    throw InputError("", 0, "--zero-group", std::to_string(c.zero_group) + " does not divide the job's " +
+                                                std::to_string(c.gpus) + " GPUs");
+  if (c.zero == 0 && c.zero_group != c.gpus)
+    throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
+  if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
+  const ZeroPlan zero{c.zero, c.zero_group};
+  const CostModel cost{rep.model, gpu, rep.calibration.compute};
+  const Run run{rep.topology, rep.model, gpu, cost, c, zero, options};
+
+  // Every layout is checked before anything is simulated, so bad input fails fast.
+  for (Strategy s : c.strategies) make_layout(c, rep.model, s, c.gpus, rep.topology.gpus_per_node);
+  std::optional<TraceWriter> trace;
+  if (options.trace) trace.emplace(*options.trace);
+  std::optional<double> ulysses_step;
+  for (std::size_t i = 0; i < c.strategies.size(); ++i) {
+    rep.results.push_back(run_strategy(run, c.strategies[i], trace ? &*trace : nullptr, int(i)));
+    if (c.strategies[i] == Strategy::ulysses) ulysses_step = rep.results.back().step_s;
+  }
+  if (!ulysses_step) {
+    try {  // the baseline, when Ulysses is possible at all for this job
+      ulysses_step = run_strategy(run, Strategy::ulysses, nullptr, 0).step_s;
+    } catch (const InputError&) {
+    }
+  }
+  if (ulysses_step)
+    for (StrategyResult& r : rep.results) r.speedup_vs_ulysses = *ulysses_step / r.step_s;
+  if (trace) trace->finish();
+  return rep;
+}
+}  // namespace
+
+StepReport simulate_step(const StepConfig& in, const StepOptions& options) {
+  return simulate_under(in, nullptr, options);
+}
+
+StepReport simulate_step(const StepConfig& in, const Calibration& calibration, const StepOptions& options) {
+  return simulate_under(in, &calibration, options);
+}
+
+}  // namespace basp
