@@ -1,5 +1,5 @@
-// CPU reference twins (fp32) of the measured layer's kernels: exchange pack/unpack, rotary
-// embedding at global positions, causal flash-style attention forward and backward.
+// CPU reference twins (fp32) of the measured layer's kernels, one file per operation beside its
+// CUDA twin: exchange.cpp, rotary.cpp, attention_forward.cpp, attention_backward.cpp.
 #pragma once
 
 #include "layouts.hpp"
@@ -29,5 +29,12 @@ void attention_forward(const float* q, const float* k, const float* v, float* o,
 // Gradients dq, dk, dv (overwritten) from do, recomputing probabilities from lse.
 void attention_backward(const float* q, const float* k, const float* v, const float* o, const float* dout,
                         const float* lse, float* dq, float* dk, float* dv, const AttentionShape& a);
+
+// a · b over n elements, accumulated in fp32 in index order: the twins' one reduction.
+inline float dot(const float* a, const float* b, long n) {
+  float acc = 0.0f;
+  for (long e = 0; e < n; ++e) acc += a[e] * b[e];
+  return acc;
+}
 
 }  // namespace basp::kernels::cpu

@@ -1,5 +1,5 @@
-// CUDA kernels of the measured layer (bf16 data, fp32 arithmetic): exchange pack/unpack, rotary
-// embedding at global positions, causal flash-style attention forward and backward. Twins of cpu_kernels.hpp.
+// CUDA kernels of the measured layer (bf16 data, fp32 arithmetic), twins of cpu_kernels.hpp, one
+// file per operation: exchange.cu, rotary.cu, attention_forward.cu, attention_backward.cu.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -38,6 +38,5 @@ std::size_t attention_backward_workspace_bytes(const AttentionShape& a);
 void attention_backward(const bf16* q, const bf16* k, const bf16* v, const bf16* o, const bf16* dout,
                         const float* lse, bf16* dq, bf16* dk, bf16* dv, const AttentionShape& a, int tile,
                         void* workspace, cudaStream_t stream);
-
 
 }  // namespace basp::kernels::cuda
