@@ -6,6 +6,7 @@
 #include "input_error.hpp"
 #include "inputs.hpp"
 #include "layer_config.hpp"
+#include "layer_ops.hpp"
 #include "reference.hpp"
 
 using namespace basp::validate;
@@ -112,4 +113,47 @@ TEST_CASE("validate: the reference's output-projection gradient is consistent wi
   for (std::size_t i = 0; i < r.dwo.size(); ++i)
     dw_dot += r.dwo[i] * input_value(5, InputTensor::wo, std::uint64_t(i), input_scale(InputTensor::wo, s));
   CHECK(dot == Approx(dw_dot).epsilon(1e-10));
+}
+
+namespace {
+// A backend with every operation of the contract, declared only (the concept is checked unevaluated).
+struct DeclaredOps {
+  using Buffer = std::vector<float>;
+  using Ex = basp::kernels::ExchangeShape;
+  Buffer alloc(long);
+  Buffer alloc_fp32(long);
+  void upload(Buffer&, const std::vector<float>&);
+  std::vector<float> download(const Buffer&);
+  double element_bytes() const;
+  void gemm(Trans, Trans, long, long, long, const Buffer&, const Buffer&, Buffer&, float);
+  void rotary(Buffer&, const Ex&, long, long, double, bool);
+  void scatter_heads_to_peers(const Buffer&, Buffer&, const Ex&, long);
+  void gather_tokens_from_peers(const Buffer&, Buffer&, const Ex&, long);
+  void scatter_tokens_to_peers(const Buffer&, Buffer&, const Ex&, long);
+  void gather_heads_from_peers(const Buffer&, Buffer&, const Ex&, long);
+  void attention_forward(const Buffer&, const Buffer&, const Buffer&, Buffer&, Buffer&,
+                         const basp::kernels::AttentionShape&);
+  void attention_backward(const Buffer&, const Buffer&, const Buffer&, const Buffer&, const Buffer&,
+                          const Buffer&, Buffer&, Buffer&, Buffer&, const basp::kernels::AttentionShape&);
+  void all_to_all(const Buffer&, Buffer&, long, Phase);
+  void start_iteration();
+  PhaseTimes finish_iteration();
+  void begin(Phase);
+  void end(Phase);
+};
+// The same without the exchange, and one whose download returns the wrong type.
+struct NoAllToAllOps : DeclaredOps {
+  void all_to_all(int) = delete;
+};
+struct WrongDownloadOps : DeclaredOps {
+  float download(const Buffer&);
+};
+}  // namespace
+
+// System: backends declared against the LayerOps contract. Expectations: the complete one satisfies
+// it; one missing an operation, or with a wrong result type, does not (the concept is not vacuous).
+TEST_CASE("validate: the LayerOps concept states the backends' contract") {
+  CHECK(LayerOps<DeclaredOps>);
+  CHECK_FALSE(LayerOps<NoAllToAllOps>);
+  CHECK_FALSE(LayerOps<WrongDownloadOps>);
 }

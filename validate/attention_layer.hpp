@@ -3,18 +3,13 @@
 #pragma once
 
 #include "layer_config.hpp"
+#include "layer_ops.hpp"
 #include "layouts.hpp"
 #include "phases.hpp"
 
 namespace basp::validate {
 
-enum class Trans { no, yes };
-
-// Ops provides: Buffer, alloc(n) (activations), alloc_fp32(n) (attention's log-sum-exp),
-// gemm(ta, tb, m, n, k, A, B, C, beta) (row-major C = op(A)·op(B) + beta·C), the kernels of
-// kernels/cpu_kernels.hpp over Buffers, all_to_all(send, recv, elements per peer, phase) within the
-// rank's group, and begin(Phase) / end(Phase) for timing.
-template <class Ops>
+template <LayerOps Ops>
 struct AttentionLayer {
   using Buffer = typename Ops::Buffer;
   Ops& ops;

@@ -23,7 +23,7 @@ inline double attention_forward_flops(const kernels::AttentionShape& a) {
   return 4.0 * a.nseq * double(a.q_heads) * double(a.head_dim) * double(a.seq) * double(a.seq + 1) / 2.0;
 }
 
-template <class Ops>
+template <LayerOps Ops>
 int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const std::string& precision,
                     Ops& ops) {
   const int N = o.compute_ranks > 0 ? o.compute_ranks : ctl.size();

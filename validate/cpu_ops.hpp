@@ -7,11 +7,12 @@
 #include <chrono>
 #include <vector>
 
-#include "attention_layer.hpp"
+#include "layer_ops.hpp"
 #include "watchdog.hpp"
 
 namespace basp::validate {
 
+// LayerOps over host memory; the attention tile is the CPU twin's key tile.
 struct CpuOps {
   using Buffer = std::vector<float>;
   MPI_Comm group = MPI_COMM_NULL;
@@ -49,5 +50,7 @@ struct CpuOps {
     times[int(p)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
 };
+
+static_assert(LayerOps<CpuOps>);
 
 }  // namespace basp::validate

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attention_layer.hpp"
+#include "layer_ops.hpp"
 #include "cuda_kernels.hpp"
 
 namespace basp::validate {
@@ -42,6 +42,8 @@ struct DeviceBuffer {
 void wait_for_exchange(cudaStream_t stream, ncclComm_t comm, double timeout_s, int rank,
                        const std::string& what);
 
+// LayerOps on one GPU: everything is queued on `stream`; begin/end record CUDA events, so phase
+// times are GPU time, read back in finish_iteration.
 struct CudaOps {
   using Buffer = DeviceBuffer;
   int rank = 0;
@@ -84,5 +86,7 @@ struct CudaOps {
                           const kernels::AttentionShape& a);
   void all_to_all(const Buffer& send, Buffer& recv, long per_peer, Phase p);
 };
+
+static_assert(LayerOps<CudaOps>);
 
 }  // namespace basp::validate

@@ -30,7 +30,7 @@ struct StrategyMeasurement {
   LayerResult gathered;                      // rank 0 only, when checking: global y, dx, weight gradients
 };
 
-template <class Ops>
+template <LayerOps Ops>
 StrategyMeasurement run_layer(Ops& ops, Control& ctl, LayerStrategy strategy, const LayerRunOptions& o) {
   const LayerShape& sh = o.shape;
   const RankPlan plan = plan_rank(strategy, sh, ctl.size(), ctl.rank());
