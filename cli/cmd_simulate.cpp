@@ -1,5 +1,5 @@
 // `basp simulate`: the main job. Predicts a training step per strategy on one cluster and prints
-// where the time goes; with no arguments, the paper's setting (DESIGN.md §1).
+// where the time goes; with no arguments, the paper's setting (docs/design.md, "Published results").
 #include "commands.hpp"
 #include "input_error.hpp"
 #include "simulate_options.hpp"

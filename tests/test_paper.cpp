@@ -1,6 +1,7 @@
-// Calibration consistency with the BASP paper (DESIGN.md §1): on paper-a100-2x4 with its shipped
-// calibration, every shipped model of at most 8B whose heads allow N = 8 must land in the bands
-// around the published speedups, all-to-all reductions and Qwen-1.5-1.8B's all-to-all shares.
+// Calibration consistency with the BASP paper (docs/design.md, "Published results"): on
+// paper-a100-2x4 with its shipped calibration, every shipped model of at most 8B whose heads allow
+// N = 8 must land in the bands around the published speedups, all-to-all reductions and
+// Qwen-1.5-1.8B's all-to-all shares.
 #include "helpers.hpp"
 
 #include "input_error.hpp"

@@ -1,5 +1,5 @@
-// Collectives as schedules of flows on the engine (DESIGN.md §4): all-to-all posts every pairwise
-// send at once; all-gather, reduce-scatter and all-reduce are pipelined rings in the fluid limit.
+// Collectives as schedules of flows on the engine (docs/design.md, "Definitions"): all-to-all posts
+// every pairwise send at once; all-gather, reduce-scatter and all-reduce are pipelined rings.
 #pragma once
 
 #include "engine.hpp"

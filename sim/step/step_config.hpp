@@ -1,5 +1,5 @@
 // What `basp simulate` is asked to simulate: cluster, model, shape of the job and the strategies.
-// Defaults are the paper's setting (DESIGN.md §1); 0 in a size field means "derive it".
+// Defaults are the paper's setting (docs/design.md, "Published results"); 0 in a size: derive it.
 #pragma once
 
 #include "collectives.hpp"

@@ -1,5 +1,5 @@
 // Layouts of Ulysses, BASP, SP×DP, ring attention and USP, with the rules each imposes on heads,
-// sequence length and group sizes (DESIGN.md §1 table).
+// sequence length and group sizes (docs/design.md, "Exchange volumes").
 #include "strategy.hpp"
 
 #include "input_error.hpp"

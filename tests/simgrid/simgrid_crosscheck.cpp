@@ -1,5 +1,5 @@
 // Checks that basp::Engine gives the same flow completion times as SimGrid's max-min fluid model
-// (CM02, TCP corrections off; DESIGN.md §4 "Cross-checking with SimGrid") on fixed scenarios.
+// (CM02, TCP corrections off; docs/design.md, "Cross-checking with SimGrid") on fixed scenarios.
 //
 // Its own main, not Catch2: SimGrid's engine is a process-wide singleton, so all scenarios go into
 // one SimGrid platform on disjoint links (they cannot interact) and one simulation run.
