@@ -82,19 +82,28 @@ TopologyTemplate read_template(YamlFields& f) {
   n.reject_unknown();
 
   YamlFields fb = f.map("fabric");
-  const std::string fk = fb.choice("kind", {"none", "single-switch", "leaf-spine", "rail"});
+  const std::string fk = fb.choice("kind", {"none", "single-switch", "leaf-spine", "rail", "three-tier"});
   t.fabric.kind = fk == "none" ? FabricKind::none
                   : fk == "single-switch" ? FabricKind::single_switch
                   : fk == "leaf-spine" ? FabricKind::leaf_spine
-                                       : FabricKind::rail;
+                  : fk == "rail" ? FabricKind::rail
+                                 : FabricKind::three_tier;
   if (t.fabric.kind != FabricKind::none) {
     t.fabric.link_Bps = fb.quantity("bandwidth", Quantity::bandwidth, 0.0);
     t.fabric.latency_s = fb.quantity("latency", Quantity::time);
   }
-  if (t.fabric.kind == FabricKind::leaf_spine || t.fabric.kind == FabricKind::rail) {
+  if (t.fabric.kind == FabricKind::leaf_spine || t.fabric.kind == FabricKind::rail ||
+      t.fabric.kind == FabricKind::three_tier) {
     t.fabric.nodes_per_leaf = static_cast<int>(fb.integer("nodes_per_leaf", 1, max_nodes_per_leaf));
     t.fabric.oversubscription = fb.number("oversubscription", min_oversubscription, max_oversubscription, 1.0);
     t.fabric.spines = static_cast<int>(fb.integer("spines", 1, max_spines));
+  }
+  if (t.fabric.kind == FabricKind::three_tier) {
+    t.fabric.rails = fb.boolean("rails", true);
+    if (!t.fabric.rails) t.fabric.leaves_per_pod = static_cast<int>(fb.integer("leaves_per_pod", 1, max_nodes));
+    t.fabric.cores_per_plane = static_cast<int>(fb.integer("cores_per_plane", 1, max_spines, 1));
+    t.fabric.spine_oversubscription =
+        fb.number("spine_oversubscription", min_oversubscription, max_oversubscription, 1.0);
   }
   fb.reject_unknown();
   return t;

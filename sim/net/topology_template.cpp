@@ -82,6 +82,53 @@ NodeDevices build_node(Topology& topo, const TopologyTemplate& t, int n,
   return d;
 }
 
+// Leaf -> spine -> core. Leaves serve groups of nodes_per_leaf nodes (per rail when `rails`);
+// pods (spine groups) join their leaves through every one of their spines; spine s of each pod
+// joins the cores of plane s. Trunks carry the tier's down capacity over its oversubscription,
+// split evenly over the switches above: as in two tiers, the switch counts set the ECMP fan-out.
+void build_three_tier(Topology& topo, const TopologyTemplate& t, const std::vector<NodeDevices>& nodes,
+                      double link_Bps) {
+  const FabricTemplate& f = t.fabric;
+  const int groups = (t.nodes + f.nodes_per_leaf - 1) / f.nodes_per_leaf;
+  const int rails = f.rails ? t.node.nics : 1;
+  const int nics_per_leaf_node = f.rails ? 1 : t.node.nics;
+  // Leaves in rail-major order; leaf (r, g) is in pod r (rails) or pod g / leaves_per_pod.
+  std::vector<VertexId> leaves;
+  for (int r = 0; r < rails; ++r)
+    for (int g = 0; g < groups; ++g)
+      leaves.push_back(add_vertex(topo, {f.rails ? "rail" + std::to_string(r) + ".leaf" + std::to_string(g)
+                                                 : "leaf" + std::to_string(g),
+                                         VertexKind::fabric_switch}));
+  for (int n = 0; n < t.nodes; ++n)
+    for (int j = 0; j < t.node.nics; ++j)
+      add_duplex(topo, nodes[n].nics[j], leaves[(f.rails ? j : 0) * groups + n / f.nodes_per_leaf], link_Bps,
+                 f.latency_s, LinkClass::nic);
+  const int pods = f.rails ? rails : (groups + f.leaves_per_pod - 1) / f.leaves_per_pod;
+  const auto pod_of = [&](int leaf) { return f.rails ? leaf / groups : leaf / f.leaves_per_pod; };
+  const double leaf_down_Bps = double(f.nodes_per_leaf) * nics_per_leaf_node * link_Bps;
+  const double leaf_trunk_Bps = leaf_down_Bps / (f.oversubscription * f.spines);
+  const int leaves_per_pod = f.rails ? groups : f.leaves_per_pod;
+  const double spine_down_Bps = leaves_per_pod * leaf_trunk_Bps;
+  const double core_trunk_Bps = spine_down_Bps / (f.spine_oversubscription * f.cores_per_plane);
+  std::vector<VertexId> spines;  // pod-major
+  for (int p = 0; p < pods; ++p)
+    for (int s = 0; s < f.spines; ++s)
+      spines.push_back(add_vertex(
+          topo, {"pod" + std::to_string(p) + ".spine" + std::to_string(s), VertexKind::fabric_switch}));
+  for (std::size_t l = 0; l < leaves.size(); ++l)
+    for (int s = 0; s < f.spines; ++s)
+      add_duplex(topo, leaves[l], spines[pod_of(int(l)) * f.spines + s], leaf_trunk_Bps, f.latency_s,
+                 LinkClass::fabric);
+  if (pods == 1) return;
+  for (int s = 0; s < f.spines; ++s)
+    for (int c = 0; c < f.cores_per_plane; ++c) {
+      VertexId core = add_vertex(
+          topo, {"plane" + std::to_string(s) + ".core" + std::to_string(c), VertexKind::fabric_switch});
+      for (int p = 0; p < pods; ++p)
+        add_duplex(topo, spines[p * f.spines + s], core, core_trunk_Bps, f.latency_s, LinkClass::fabric);
+    }
+}
+
 void build_fabric(Topology& topo, const TopologyTemplate& t, const std::vector<NodeDevices>& nodes) {
   const FabricTemplate& f = t.fabric;
   const double link_Bps = f.link_Bps > 0.0 ? f.link_Bps : t.node.nic_Bps;
@@ -124,6 +171,7 @@ void build_fabric(Topology& topo, const TopologyTemplate& t, const std::vector<N
       }
       return;
     }
+    case FabricKind::three_tier: build_three_tier(topo, t, nodes, link_Bps); return;
   }
 }
 
@@ -156,7 +204,8 @@ Topology build_topology(const TopologyTemplate& t) {
   topo.gpu_kind = t.gpu_kind;
   topo.software = t.software;
   topo.routing = t.routing;
-  topo.rail_optimized = t.fabric.kind == FabricKind::rail;
+  topo.rail_optimized =
+      t.fabric.kind == FabricKind::rail || (t.fabric.kind == FabricKind::three_tier && t.fabric.rails);
   std::vector<NodeDevices> nodes;
   std::vector<VertexId> domain_switches;
   for (int n = 0; n < t.nodes; ++n) nodes.push_back(build_node(topo, t, n, domain_switches));

@@ -10,7 +10,7 @@
 namespace basp {
 
 enum class NodeKind { nvswitch, nvlink_mesh, pcie };
-enum class FabricKind { none, single_switch, leaf_spine, rail };
+enum class FabricKind { none, single_switch, leaf_spine, rail, three_tier };
 
 struct NodeTemplate {
   NodeKind kind = NodeKind::nvswitch;
@@ -34,9 +34,16 @@ struct FabricTemplate {
   FabricKind kind = FabricKind::none;
   double link_Bps = 0.0;            // 0: same as the NIC
   double latency_s = 0.0;           // per hop
-  int nodes_per_leaf = 1;           // leaf-spine and rail: nodes under one leaf (per rail)
+  int nodes_per_leaf = 1;           // leaf-spine, rail, three-tier: nodes under one leaf (per rail)
   double oversubscription = 1.0;    // leaf down-capacity : up-capacity
-  int spines = 1;
+  int spines = 1;                   // three-tier: spines of one pod
+  // Three-tier only. Pods (spine groups): one per rail when `rails`, else `leaves_per_pod`
+  // consecutive leaves; every leaf joins every spine of its pod. Cores come in `spines` planes of
+  // `cores_per_plane`: spine s of every pod joins every core of plane s.
+  bool rails = true;                // one leaf per rail per group of nodes, one pod per rail
+  int leaves_per_pod = 1;
+  int cores_per_plane = 1;
+  double spine_oversubscription = 1.0;  // spine down-capacity : up-capacity
 };
 
 struct TopologyTemplate {

@@ -17,7 +17,8 @@ int count_links(const Topology& t, LinkClass cls) {
 }  // namespace
 
 TEST_CASE("every shipped topology loads and summarizes") {
-  for (const char* name : {"paper-a100-2x4", "dgx-a100-superpod", "dgx-h100", "gb200-nvl72", "pcie-8gpu"}) {
+  for (const char* name :
+       {"paper-a100-2x4", "dgx-a100-superpod", "dgx-h100", "dgx-h100-3tier", "gb200-nvl72", "pcie-8gpu"}) {
     INFO(name);
     const Topology t = load_topology(name);
     CHECK(t.gpus.size() == std::size_t(t.nodes * t.gpus_per_node));
