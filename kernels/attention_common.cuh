@@ -168,6 +168,29 @@ __device__ inline QueryBlock query_block(const AttentionDims& d) {
   return {head_index / d.q_heads, head_index % d.q_heads, reversed * kAttentionWarps};
 }
 
+// What a query-row warp (forward, dQ) works on: its block, KV head g, row i, the block's last row,
+// whether row i exists, and the first K and V rows of head g (rows kv_stride elements apart).
+struct QueryRow {
+  QueryBlock b;
+  long g, i, last_row;
+  bool active;
+  long kv_stride;
+  const bf16 *k_head, *v_head;
+};
+
+__device__ inline QueryRow query_row(const AttentionDims& d, int warp, const bf16* k, const bf16* v) {
+  const QueryBlock b = query_block(d);
+  const long g = b.h / d.group, i = b.first_row + warp;
+  return {b,
+          g,
+          i,
+          min_of(b.first_row + kAttentionWarps, d.seq) - 1,
+          i < d.seq,
+          d.kv_heads * d.dh,
+          k + row_offset(b.s, 0, g, d.seq, d.kv_heads, d.dh),
+          v + row_offset(b.s, 0, g, d.seq, d.kv_heads, d.dh)};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side
 

@@ -21,13 +21,7 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionMinBlocks)
   float* q_row = reinterpret_cast<float*>(smem) + warp * d.dh;
   bf162* tile = reinterpret_cast<bf162*>(reinterpret_cast<float*>(smem) + kAttentionWarps * d.dh);
 
-  const QueryBlock b = query_block(d);
-  const long g = b.h / d.group, i = b.first_row + warp;
-  const long last_row = min_of(b.first_row + kAttentionWarps, d.seq) - 1;
-  const bool active = i < d.seq;
-  const long kv_stride = d.kv_heads * d.dh;
-  const bf16* k_head = k + row_offset(b.s, 0, g, d.seq, d.kv_heads, d.dh);
-  const bf16* v_head = v + row_offset(b.s, 0, g, d.seq, d.kv_heads, d.dh);
+  const auto [b, g, i, last_row, active, kv_stride, k_head, v_head] = query_row(d, warp, k, v);
   if (active) load_row(q + row_offset(b.s, i, b.h, d.seq, d.q_heads, d.dh), q_row, half, lane);
   __syncwarp();
 

@@ -57,10 +57,19 @@ void add(Figures& f, const std::vector<Interval>& c, const std::vector<Interval>
   f.zero_exposed += length(z) - overlap(z, cx);
 }
 
+// One rank's intervals by kind; kept across ranks so their storage is reused.
+struct RankIntervals {
+  std::vector<Interval> compute, exchange, zero;
+};
+
 // Adds one rank's timeline to `total`, and when extrapolating its layer `mid` to `middle`.
-void add_rank(const Engine& engine, const std::vector<Span>& spans, int mid, bool extrapolate, Figures& total,
-              Figures& middle) {
-  std::vector<Interval> compute, exchange, zero, mid_exchange, mid_zero;
+void add_rank(const Engine& engine, const std::vector<Span>& spans, int mid, bool extrapolate, RankIntervals& r,
+              Figures& total, Figures& middle) {
+  auto& [compute, exchange, zero] = r;
+  compute.clear();
+  exchange.clear();
+  zero.clear();
+  std::vector<Interval> mid_exchange, mid_zero;
   double mid_compute = 0, zero_calls = 0, mid_zero_calls = 0;
   double first[2][3] = {{-1, -1, -1}, {-1, -1, -1}};  // [forward, later][layer mid-1, mid, mid+1]
   for (const Span& s : spans) {
@@ -103,7 +112,9 @@ StepTimes step_times(const Engine& engine, const StepTasks& tasks, int layers, i
   StepTimes t;
   for (TaskId e : tasks.end) t.step_s = std::max(t.step_s, engine.finish_time(e));
   Figures total, middle;
-  for (const std::vector<Span>& spans : tasks.spans) add_rank(engine, spans, window / 2, window < layers, total, middle);
+  RankIntervals scratch;
+  for (const std::vector<Span>& spans : tasks.spans)
+    add_rank(engine, spans, window / 2, window < layers, scratch, total, middle);
   const double missing = layers - window;
   t.step_s += missing * middle.period / ranks;
   t.compute_s = (total.compute + missing * middle.compute) / ranks;
