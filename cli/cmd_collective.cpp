@@ -26,6 +26,7 @@ struct CollectiveArgs {
   std::vector<int> groups{1};
   std::string placement = "contiguous";
   int ranks = 0;
+  std::string engine = "auto";
 };
 
 struct Row {
@@ -76,6 +77,12 @@ nlohmann::ordered_json row_json(const CollectiveArgs& a, const Topology& topo, c
           {"flows", r.stats.flows},
           {"events", r.stats.events},
           {"solves", r.stats.solves},
+          {"engine",
+           {{"engine", r.engine.engine},
+            {"why", r.engine.why},
+            {"rank_classes", r.engine.rank_classes},
+            {"link_classes", r.engine.link_classes},
+            {"members_per_class", r.engine.members}}},
           {"wall_s", r.wall_s}};
 }
 
@@ -91,6 +98,7 @@ int run_collective(const CollectiveArgs& a) {
   spec.op = *op;  // CLI11 checked membership
   spec.ranks = a.ranks;
   spec.placement = a.placement == "strided" ? Placement::strided : Placement::contiguous;
+  spec.engine = *parse_engine_mode(a.engine);  // CLI11 checked membership
   std::vector<Row> rows;
   for (double size : sizes(a))
     for (int g : a.groups) {
@@ -151,6 +159,11 @@ int run_collective(const CollectiveArgs& a) {
     if (compare) std::printf(" %7.2fx", first_time / r.time_s);
     std::printf("\n");
   }
+  for (std::size_t i = 0; i < a.groups.size() && i < rows.size(); ++i) {
+    const EngineUse& e = rows[i].r.engine;
+    std::printf("# groups %d: %s engine, %d ranks and %d links simulated (%s)\n", rows[i].r.groups, e.engine.c_str(),
+                e.rank_classes, e.link_classes, e.why.c_str());
+  }
   std::printf("# %zu rows simulated\n", rows.size());
   return 0;
 }
@@ -180,6 +193,11 @@ void add_collective_command(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::IsMember({"contiguous", "strided"}))
       ->capture_default_str();
   sub->add_option("--ranks", a->ranks, "Ranks taking part (the first ones); 0 = every GPU")->capture_default_str();
+  sub->add_option("--engine", a->engine,
+                  "auto: symmetry classes when they are exact, else every rank and flow; classes: demand them; "
+                  "full: every rank and flow (docs/symmetry.md)")
+      ->check(CLI::IsMember({"auto", "classes", "full"}))
+      ->capture_default_str();
   sub->callback([a, &run] { run = [a] { return run_collective(*a); }; });
 }
 

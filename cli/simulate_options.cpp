@@ -40,6 +40,10 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
                  "Layers built into the graph (0 = all, or a window of at least 5 when the graph would exceed "
                  "12M flows; the window's middle layer stands for the rest)")
       ->check(CLI::Range(0, 100000))->capture_default_str();
+  app.add_option("--engine", a.engine,
+                 "auto: symmetry classes when they are exact, else every rank and flow; classes: demand them; "
+                 "full: every rank and flow (docs/symmetry.md)")
+      ->check(CLI::IsMember({"auto", "classes", "full"}))->capture_default_str();
 }
 
 StepConfig to_step_config(const SimulateArgs& a) {
@@ -68,6 +72,7 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.replica_batch = a.replica_batch;
   c.ulysses_degree = a.ulysses_degree;
   c.layers_simulated = a.layers_simulated;
+  c.engine = *parse_engine_mode(a.engine);  // CLI11 checked membership
   return c;
 }
 

@@ -29,6 +29,7 @@ struct SimulateArgs {
   int replica_batch = 1;
   int ulysses_degree = 0;
   int layers_simulated = 0;
+  std::string engine = "auto";
 };
 
 void add_simulate_options(CLI::App& app, SimulateArgs& args);

@@ -35,6 +35,26 @@ std::string fixed(double v, int digits) {
 
 }  // namespace
 
+namespace {
+
+// "classes" or "full" when every strategy ran on that engine, else "mixed".
+std::string engine_ran(const StepReport& r) {
+  std::string ran;
+  for (const StrategyResult& s : r.results)
+    ran = ran.empty() || ran == s.engine.engine ? s.engine.engine : "mixed";
+  return ran.empty() ? "full" : ran;
+}
+
+nlohmann::ordered_json engine_json(const EngineUse& e) {
+  return {{"engine", e.engine},
+          {"why", e.why},
+          {"rank_classes", e.rank_classes},
+          {"link_classes", e.link_classes},
+          {"members_per_class", e.members}};
+}
+
+}  // namespace
+
 nlohmann::ordered_json config_json(const StepReport& r) {
   const StepConfig& c = r.config;
   const Calibration& cal = r.calibration;
@@ -70,6 +90,8 @@ nlohmann::ordered_json config_json(const StepReport& r) {
           {"replica_batch", c.replica_batch},
           {"ulysses_degree", c.ulysses_degree},
           {"layers_simulated", c.layers_simulated},
+          {"engine_requested", std::string(to_string(c.engine))},
+          {"engine", engine_ran(r)},
           {"calibration",
            {{"name", cal.name},
             {"file", cal.source},
@@ -121,6 +143,7 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
        }()},
       {"flows", r.stats.flows},
       {"events", r.stats.events},
+      {"engine", engine_json(r.engine)},
       {"wall_s", r.wall_s}};
   if (links) {
     j["busiest_links"] = nlohmann::json::array();
@@ -201,6 +224,10 @@ void print_table(const StepReport& rep, bool links) {
       std::printf("# %s: %d of %d layers simulated (graph size); the other layers repeat the middle one's times "
                   "(links: the simulated layers only)\n",
                   std::string(to_string(r.strategy)).c_str(), r.layers_simulated, rep.model.layers);
+  for (const StrategyResult& r : rep.results)
+    std::printf("# %s: %s engine, %d rank%s and %d links simulated (%s)\n", std::string(to_string(r.strategy)).c_str(),
+                r.engine.engine.c_str(), r.engine.rank_classes, r.engine.rank_classes == 1 ? "" : "s",
+                r.engine.link_classes, r.engine.why.c_str());
   std::printf("# simulated in");
   for (const StrategyResult& r : rep.results)
     std::printf(" %s %.2f s (%llu flows)", std::string(to_string(r.strategy)).c_str(), r.wall_s,

@@ -4,6 +4,7 @@
 
 #include "collectives.hpp"
 #include "engine.hpp"
+#include "rank_fold.hpp"
 #include "topology.hpp"
 
 #include <vector>
@@ -16,6 +17,7 @@ struct CollectiveSpec {
   int ranks = 0;            // ranks taking part (the first ones); 0: every GPU
   int groups = 1;
   Placement placement = Placement::contiguous;
+  EngineMode engine = EngineMode::automatic;
 };
 
 struct CollectiveResult {
@@ -23,7 +25,8 @@ struct CollectiveResult {
   double time_s = 0.0;      // entry at 0 to the last member's return (the slowest group)
   double algbw_Bps = 0.0;   // size / time
   double busbw_Bps = 0.0;   // algbw · the op's bus factor for the group size
-  RunStats stats;
+  RunStats stats;           // of the whole cluster (a quotient's counts times its class size)
+  EngineUse engine;
   double wall_s = 0.0;      // host time to build and simulate
   std::vector<double> link_bytes;  // by link id
 };

@@ -5,8 +5,8 @@
 #include "input_error.hpp"
 
 #include <algorithm>
-#include <map>
-#include <set>
+#include <stdexcept>
+#include <string>
 
 namespace basp {
 namespace {
@@ -19,122 +19,79 @@ constexpr CollectiveInfo infos[] = {
     {"alltoall", ring_factor},      {"allgather", ring_factor}, {"reducescatter", ring_factor},
     {"allreduce", allreduce_factor}, {"sendrecv", one}};
 
-// A member's call: launch overhead plus per-peer overhead, after its entry task.
-TaskId add_call(Engine& engine, const Topology& topo, int peers, std::span<const TaskId> entry, std::size_t i) {
+// A rank's call: launch overhead plus per-peer overhead, after its entry task.
+TaskId add_call(Engine& engine, const Topology& topo, int peers, std::span<const TaskId> entry, int rank_class) {
   const TaskId call = engine.add_delay(topo.software.launch_s + topo.software.per_peer_s * peers);
-  if (!entry.empty()) engine.depends(call, entry[i]);
+  if (!entry.empty()) engine.depends(call, entry[rank_class]);
   return call;
 }
 
-void add_alltoall(Engine& engine, Router& router, const Topology& topo, std::span<const int> group,
-                  double size, std::span<const TaskId> entry, CollectiveTasks& out) {
-  std::vector<TaskId>& done = out.member_done;
-  const int n = static_cast<int>(group.size());
-  const std::size_t pairs = std::size_t(n) * (n - 1);
-  if (n > 1) {
-    const std::size_t far_hops = router.route(group[0], group[n - 1]).hops.size();
-    engine.reserve(n + pairs, pairs, pairs * (far_hops + 2), 4 * pairs + 2 * n);
+// A flow from rank a to rank b (a a representative) between both ranks' calls and returns.
+struct FlowAdder {
+  Engine& engine;
+  Router& router;
+  const RankFold& fold;
+  GroupCalls& out;
+  std::vector<Hop> scratch;
+
+  void add(int a, int b, double bytes, double wait_s, std::uint32_t count, const RouteView& r) {
+    const TaskId f = engine.add_flow(fold.fold_hops(r.hops, scratch), bytes, wait_s, count);
+    const int ca = fold.rank_class(a), cb = fold.rank_class(b);
+    engine.depends(f, out.call[ca]);  // NCCL's send/recv rendezvous: both sides must have entered
+    engine.depends(f, out.call[cb]);
+    engine.depends(out.done[ca], f);
+    engine.depends(out.done[cb], f);
   }
-  std::vector<TaskId> call(n);
-  for (int i = 0; i < n; ++i) call[i] = add_call(engine, topo, n - 1, entry, i);
-  const double chunk = size / n;
-  // Destination-major, so the router reuses each destination's distance field.
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < n; ++i) {
-      if (i == j) continue;
-      const RouteView r = router.route(group[i], group[j]);
-      const TaskId f = engine.add_flow(r.hops, chunk, r.latency_s);
-      engine.depends(f, call[i]);  // NCCL's send/recv rendezvous: both sides must have entered
-      engine.depends(f, call[j]);
-      engine.depends(done[i], f);
-      engine.depends(done[j], f);
-    }
-  for (int i = 0; i < n; ++i) engine.depends(done[i], call[i]);
-  out.member_call = std::move(call);
+};
+
+void add_alltoall(FlowAdder& add, GroupSet& set, double size) {
+  const auto& groups = set.groups();
+  std::size_t pairs = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) pairs += set.representatives(g).size() * (groups[g].size() - 1);
+  if (pairs > 0) {
+    const auto& first = groups.front();
+    const std::size_t far_hops = add.router.route(first.front(), first.back()).hops.size();
+    add.engine.reserve(pairs, pairs, pairs * (far_hops + 2), 4 * pairs);
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& group = groups[g];
+    const auto& reps = set.representatives(g);
+    const int n = static_cast<int>(group.size());
+    const double chunk = size / n;
+    // Destination-major, so the router reuses each destination's distance field.
+    for (int j = 0; j < n; ++j)
+      for (int i : reps)
+        if (i != j) {
+          const RouteView r = add.router.route(group[i], group[j]);
+          add.add(group[i], group[j], chunk, r.latency_s, 1, r);
+        }
+  }
 }
 
-// Rings ordered as NCCL orders them: node-major, one ring per NIC the group uses in a node. Ring c
-// enters every node at the first member whose NIC is the node's c-th NIC, and visits the others in
-// rank order from there, so each channel's inter-node traffic lands on a NIC of its own.
-std::vector<std::vector<int>> rings(const Topology& topo, std::span<const int> group) {
-  std::vector<int> members(group.begin(), group.end());
-  std::sort(members.begin(), members.end());
-  std::map<int, std::vector<int>> by_node;
-  for (int r : members) by_node[topo.node_of_rank(r)].push_back(r);
-  auto rail_of = [&](int rank) {
-    const int nic = topo.graph[topo.gpus[rank]].nic;
-    return nic < 0 ? -1 : topo.graph[nic].rail;
-  };
-  std::set<int> rails;
-  if (by_node.size() > 1)
-    for (int r : by_node.begin()->second) rails.insert(rail_of(r));
-  const std::vector<int> channel_rail(rails.begin(), rails.end());
-  const std::size_t channels = std::max<std::size_t>(1, channel_rail.size());
-  std::vector<std::vector<int>> out(channels);
-  for (std::size_t c = 0; c < channels; ++c)
-    for (auto& [node, ranks] : by_node) {
-      std::size_t start = 0;
-      if (c < channel_rail.size())
-        while (start + 1 < ranks.size() && rail_of(ranks[start]) != channel_rail[c]) ++start;
-      for (std::size_t k = 0; k < ranks.size(); ++k) out[c].push_back(ranks[(start + k) % ranks.size()]);
-    }
-  return out;
-}
-
-void add_ring(Engine& engine, Router& router, const Topology& topo, CollectiveOp op,
-              std::span<const int> group, double size, std::span<const TaskId> entry,
-              CollectiveTasks& out) {
-  std::vector<TaskId>& done = out.member_done;
-  const int n = static_cast<int>(group.size());
-  std::map<int, std::size_t> member;
-  for (int i = 0; i < n; ++i) member[group[i]] = i;
-  std::vector<TaskId> call(n);
-  for (int i = 0; i < n; ++i) call[i] = add_call(engine, topo, n > 1 ? 1 : 0, entry, i);
-  if (n > 1) {
-    const auto ch = rings(topo, group);
+void add_ring(FlowAdder& add, const Topology& topo, CollectiveOp op, GroupSet& set, double size) {
+  const auto& groups = set.groups();
+  const GroupSet::RingPlan& plan = set.rings(topo, add.router);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const int n = static_cast<int>(groups[g].size());
+    if (n < 2) continue;
     const double steps = op == CollectiveOp::allreduce ? 2.0 * (n - 1) : double(n - 1);
-    const double bytes = collective_info(op).busbw_factor(n) * size / ch.size();
-    // Identical edges of different channels share one flow task (same path, same start).
-    std::map<std::pair<int, int>, std::uint32_t> edges;
-    std::vector<double> step_latency(ch.size(), 0.0);
-    for (std::size_t c = 0; c < ch.size(); ++c)
-      for (int k = 0; k < n; ++k) {
-        const int a = ch[c][k], b = ch[c][(k + 1) % n];
-        ++edges[{a, b}];
-        step_latency[c] = std::max(step_latency[c], router.route(a, b).latency_s);
-      }
-    const double latency = *std::max_element(step_latency.begin(), step_latency.end());
-    for (auto [edge, count] : edges) {
-      const RouteView r = router.route(edge.first, edge.second);
-      const TaskId f = engine.add_flow(r.hops, bytes, steps * latency, count);
-      const std::size_t i = member[edge.first], j = member[edge.second];
-      engine.depends(f, call[i]);
-      engine.depends(f, call[j]);
-      engine.depends(done[i], f);
-      engine.depends(done[j], f);
-    }
+    const double bytes = collective_info(op).busbw_factor(n) * size / plan.channels[g];
+    for (const RingEdge& e : plan.edges[g])
+      add.add(e.from, e.to, bytes, steps * plan.step_latency_s[g], e.channels, add.router.route(e.from, e.to));
   }
-  for (int i = 0; i < n; ++i) engine.depends(done[i], call[i]);
-  out.member_call = std::move(call);
 }
 
-void add_sendrecv(Engine& engine, Router& router, const Topology& topo, std::span<const int> group,
-                  double size, std::span<const TaskId> entry, CollectiveTasks& out) {
-  std::vector<TaskId>& done = out.member_done;
-  const int n = static_cast<int>(group.size());
-  std::vector<TaskId> call(n);
-  for (int i = 0; i < n; ++i) call[i] = add_call(engine, topo, n > 1 ? 1 : 0, entry, i);
-  for (int i = 0; n > 1 && i < n; ++i) {
-    const int j = (i + 1) % n;
-    const RouteView r = router.route(group[i], group[j]);
-    const TaskId f = engine.add_flow(r.hops, size, r.latency_s);
-    engine.depends(f, call[i]);
-    engine.depends(f, call[j]);
-    engine.depends(done[i], f);
-    engine.depends(done[j], f);
+void add_sendrecv(FlowAdder& add, GroupSet& set, double size) {
+  const auto& groups = set.groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& group = groups[g];
+    const int n = static_cast<int>(group.size());
+    if (n < 2) continue;
+    for (int i : set.representatives(g)) {
+      const RouteView r = add.router.route(group[i], group[(i + 1) % n]);
+      add.add(group[i], group[(i + 1) % n], size, r.latency_s, 1, r);
+    }
   }
-  for (int i = 0; i < n; ++i) engine.depends(done[i], call[i]);
-  out.member_call = std::move(call);
 }
 
 }  // namespace
@@ -158,17 +115,74 @@ std::vector<std::vector<int>> make_groups(int ranks, int groups, Placement place
   return out;
 }
 
-CollectiveTasks add_collective(Engine& engine, Router& router, const Topology& topo, CollectiveOp op,
-                               std::span<const int> group, double size, std::span<const TaskId> entry) {
-  CollectiveTasks out;
-  for (std::size_t i = 0; i < group.size(); ++i) out.member_done.push_back(engine.add_delay(0.0));
+GroupSet::GroupSet(std::vector<std::vector<int>> groups, const RankFold& fold)
+    : groups_(std::move(groups)), fold_(fold), group_of_(fold.ranks, -1), position_(fold.ranks, -1),
+      reps_(groups_.size()) {
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    for (std::size_t i = 0; i < groups_[g].size(); ++i) {
+      const int r = groups_[g][i];
+      group_of_[r] = static_cast<int>(g);
+      position_[r] = static_cast<int>(i);
+      if (fold.represents(r)) reps_[g].push_back(static_cast<int>(i));
+    }
+  for (int c = 0; c < fold.classes(); ++c)
+    if (group_of_[c] < 0) throw std::logic_error("GroupSet: rank " + std::to_string(c) + " is in no group");
+}
+
+const GroupSet::RingPlan& GroupSet::rings(const Topology& topo, Router& router) {
+  if (rings_) return *rings_;
+  RingPlan& p = rings_.emplace();
+  const std::size_t n = groups_.size();
+  p.channels.assign(n, 1);
+  p.edges.resize(n);
+  p.step_latency_s.assign(n, 0.0);
+  for (std::size_t g = 0; g < n; ++g) {
+    if (reps_[g].empty()) continue;
+    Rings r = nccl_rings(topo, groups_[g]);
+    p.channels[g] = r.channels;
+    for (const RingEdge& e : r.edges)
+      if (fold_.represents(e.from)) {
+        p.edges[g].push_back(e);
+        p.step_latency_s[g] = std::max(p.step_latency_s[g], router.route(e.from, e.to).latency_s);
+      }
+  }
+  // A group's edges are the translates of its orbit's representative edges: the slowest is theirs.
+  std::vector<char> seen(n, 0);
+  std::vector<std::size_t> orbit;
+  for (std::size_t g = 0; g < n; ++g) {
+    if (seen[g]) continue;
+    orbit.clear();
+    double slowest = 0.0;
+    for (std::size_t h = g; !seen[h]; h = group_of_[fold_.shifted(groups_[h][0])]) {
+      seen[h] = 1;
+      orbit.push_back(h);
+      slowest = std::max(slowest, p.step_latency_s[h]);
+    }
+    for (std::size_t h : orbit) p.step_latency_s[h] = slowest;
+  }
+  return *rings_;
+}
+
+GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
+                           CollectiveOp op, GroupSet& set, double size, std::span<const TaskId> entry) {
+  GroupCalls out;
+  const int classes = fold.classes();
+  out.done.resize(classes);
+  out.call.resize(classes);
+  for (int c = 0; c < classes; ++c) out.done[c] = engine.add_delay(0.0);
+  for (int c = 0; c < classes; ++c) {
+    const int n = static_cast<int>(set.groups()[set.slot(c).group].size());
+    out.call[c] = add_call(engine, topo, op == CollectiveOp::alltoall ? n - 1 : (n > 1 ? 1 : 0), entry, c);
+  }
+  FlowAdder add{engine, router, fold, out, {}};
   switch (op) {
-    case CollectiveOp::alltoall: add_alltoall(engine, router, topo, group, size, entry, out); break;
+    case CollectiveOp::alltoall: add_alltoall(add, set, size); break;
     case CollectiveOp::allgather:
     case CollectiveOp::reducescatter:
-    case CollectiveOp::allreduce: add_ring(engine, router, topo, op, group, size, entry, out); break;
-    case CollectiveOp::sendrecv: add_sendrecv(engine, router, topo, group, size, entry, out); break;
+    case CollectiveOp::allreduce: add_ring(add, topo, op, set, size); break;
+    case CollectiveOp::sendrecv: add_sendrecv(add, set, size); break;
   }
+  for (int c = 0; c < classes; ++c) engine.depends(out.done[c], out.call[c]);
   return out;
 }
 

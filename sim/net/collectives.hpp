@@ -3,6 +3,8 @@
 #pragma once
 
 #include "engine.hpp"
+#include "nccl_rings.hpp"
+#include "rank_fold.hpp"
 #include "routing.hpp"
 #include "topology.hpp"
 
@@ -29,19 +31,46 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 // Throws InputError (field "--groups") when B does not divide the ranks.
 std::vector<std::vector<int>> make_groups(int ranks, int groups, Placement placement);
 
-struct CollectiveTasks {
-  std::vector<TaskId> member_call;  // per group member: its call (launch and per-peer overheads);
-                                    // its ready time is when the member entered the call
-  std::vector<TaskId> member_done;  // per group member, in group order: its call has returned
+// The groups of one kind of call (a partition of the ranks), with what building their calls needs:
+// each rank class's group and position, and NCCL's rings (made on first use, representatives only).
+class GroupSet {
+ public:
+  GroupSet(std::vector<std::vector<int>> groups, const RankFold& fold);
+  const std::vector<std::vector<int>>& groups() const { return groups_; }
+
+  struct Slot { int group = -1, position = -1; };
+  Slot slot(int rank_class) const { return {group_of_[rank_class], position_[rank_class]}; }
+  // Positions in group g of the members that represent their class, in group order.
+  const std::vector<int>& representatives(std::size_t g) const { return reps_[g]; }
+
+  struct RingPlan {
+    std::vector<std::size_t> channels;        // per group
+    std::vector<std::vector<RingEdge>> edges; // per group: edges leaving a representative
+    std::vector<double> step_latency_s;       // per group: its slowest edge (over the whole group)
+  };
+  const RingPlan& rings(const Topology& topo, Router& router);
+
+ private:
+  std::vector<std::vector<int>> groups_;
+  const RankFold& fold_;
+  std::vector<int> group_of_, position_;  // by rank
+  std::vector<std::vector<int>> reps_;
+  std::optional<RingPlan> rings_;
 };
 
-// The call of one collective on one group. `size_bytes` follows nccl-tests: the per-rank send
-// buffer for all-to-all and reduce-scatter, the receive buffer for all-gather, the buffer for
-// all-reduce, the message for send/recv (each member sends to the next). `entry[i]`, when given,
-// is the task after which member i enters the call.
-CollectiveTasks add_collective(Engine& engine, Router& router, const Topology& topo, CollectiveOp op,
-                               std::span<const int> group, double size_bytes,
-                               std::span<const TaskId> entry = {});
+struct GroupCalls {
+  std::vector<TaskId> call;  // per rank class: its call (launch and per-peer overheads); its ready
+                             // time is when the rank entered the call
+  std::vector<TaskId> done;  // per rank class: its call has returned
+};
+
+// One call of a collective on every group of `set` at once. `size_bytes` follows nccl-tests: the
+// per-rank send buffer for all-to-all and reduce-scatter, the receive buffer for all-gather, the
+// buffer for all-reduce, the message for send/recv (each member sends to the next). `entry`, when
+// given, holds per rank class the task after which it enters the call. With a fold, only the
+// representatives' tasks and the flows they send are built (their hops on representative links).
+GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
+                           CollectiveOp op, GroupSet& set, double size_bytes, std::span<const TaskId> entry = {});
 
 // The engine's link capacities for a topology, by link id.
 std::vector<double> link_capacities(const Topology& topo);

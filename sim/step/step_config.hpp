@@ -3,6 +3,7 @@
 #pragma once
 
 #include "collectives.hpp"
+#include "rank_fold.hpp"
 #include "strategy.hpp"
 #include "topology_file.hpp"
 
@@ -31,7 +32,8 @@ struct StepConfig {
   // `flow_budget` flows, else the smallest window that does (at least 5): its middle layer then
   // stands for the layers left out (docs/cost-model.md, "Large jobs").
   int layers_simulated = 0;
-  double flow_budget = 12e6;
+  double flow_budget = 12e6;  // flows built per strategy (of the quotient, with symmetry classes)
+  EngineMode engine = EngineMode::automatic;  // symmetry classes when exact (docs/symmetry.md)
 };
 
 }  // namespace basp

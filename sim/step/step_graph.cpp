@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 namespace basp {
 namespace {
@@ -38,22 +39,20 @@ constexpr std::uint8_t forward = 0, recompute = 1, backward = 2;
 
 class StepBuilder {
  public:
-  StepBuilder(Engine& e, Router& r, const Topology& t, const Layout& l, const StepCosts& c, const ModelSpec& m,
-              const ZeroPlan& z)
-      : engine_(e), router_(r), topo_(t), layout_(l), costs_(c), model_(m), zero_(z), ranks_(l.ranks) {
+  StepBuilder(Engine& e, Router& r, const Topology& t, const RankFold& f, const Layout& l, const StepCosts& c,
+              const ModelSpec& m, const ZeroPlan& z)
+      : engine_(e), router_(r), topo_(t), fold_(f), layout_(l), costs_(c), model_(m), zero_(z),
+        ranks_(f.classes()) {
     out_.spans.resize(ranks_);
     last_call_.resize(ranks_);
     for (auto& s : out_.spans) s.reserve(32 * std::size_t(m.layers));
     for (auto* tail : {&compute_, &gather_, &reduce_})
       for (int r = 0; r < ranks_; ++r) tail->push_back(engine_.add_delay(0.0));
-    for (int g = 0; g < ranks_ / z.shard_ranks; ++g) {
-      shard_groups_.emplace_back();
-      for (int i = 0; i < z.shard_ranks; ++i) shard_groups_.back().push_back(g * z.shard_ranks + i);
-    }
-    for (int i = 0; i < z.shard_ranks && ranks_ > z.shard_ranks; ++i) {
-      replica_groups_.emplace_back();
-      for (int g = 0; g < ranks_ / z.shard_ranks; ++g) replica_groups_.back().push_back(g * z.shard_ranks + i);
-    }
+    ZeroGroups zg = zero_groups(l.ranks, z);
+    shard_.emplace(std::move(zg.shard), f);
+    if (!zg.replica.empty()) replica_.emplace(std::move(zg.replica), f);
+    if (l.a2a_size > 1) a2a_.emplace(l.a2a_groups, f);
+    if (l.ring_size > 1) ring_.emplace(l.ring_groups, f);
   }
 
   StepTasks build(bool checkpointing, int layers) {
@@ -88,7 +87,7 @@ class StepBuilder {
     compute(Label::optimizer, -1, forward, costs_.optimizer);
     if (zero_.stage == 1 || zero_.stage == 2) {
       gather_ = compute_;  // the gather stream picks up after the optimizer
-      collective(Label::zero_allgather, -1, forward, shard_groups_, CollectiveOp::allgather,
+      collective(Label::zero_allgather, -1, forward, *shard_, CollectiveOp::allgather,
                  2.0 * total_parameters(model_), gather_);
     }
     out_.end.resize(ranks_);
@@ -109,31 +108,25 @@ class StepBuilder {
     }
   }
 
-  // One call per group; each member enters after its stream's tail, which becomes the call's return.
-  void collective(Label label, int layer, std::uint8_t pass,
-                                  const std::vector<std::vector<int>>& groups, CollectiveOp op, double bytes,
-                                  std::vector<TaskId>& tail) {
-    entry_.clear();
-    for (const auto& g : groups) {
-      entry_.resize(g.size());
-      for (std::size_t i = 0; i < g.size(); ++i) entry_[i] = tail[g[i]];
-      const CollectiveTasks t = add_collective(engine_, router_, topo_, op, g, bytes, entry_);
-      for (std::size_t i = 0; i < g.size(); ++i) {
-        tail[g[i]] = t.member_done[i];
-        last_call_[g[i]] = t.member_call[i];
-        out_.spans[g[i]].push_back({t.member_call[i], t.member_done[i], std::int16_t(layer), label, pass});
-      }
+  // One call per group; each rank (class) enters after its stream's tail, which becomes the call's return.
+  void collective(Label label, int layer, std::uint8_t pass, GroupSet& groups, CollectiveOp op, double bytes,
+                  std::vector<TaskId>& tail) {
+    const GroupCalls t = add_collectives(engine_, router_, topo_, fold_, op, groups, bytes, tail);
+    for (int r = 0; r < ranks_; ++r) {
+      tail[r] = t.done[r];
+      last_call_[r] = t.call[r];
+      out_.spans[r].push_back({t.call[r], t.done[r], std::int16_t(layer), label, pass});
     }
   }
 
   void alltoall(Label label, int layer, std::uint8_t pass, double bytes) {
-    collective(label, layer, pass, layout_.a2a_groups, CollectiveOp::alltoall, bytes, compute_);
+    collective(label, layer, pass, *a2a_, CollectiveOp::alltoall, bytes, compute_);
   }
 
   // ZeRO-3: gather a module's weights on the gather stream, no earlier than the previous module's
   // compute began (prefetch depth one); its compute waits for them.
   void gather(double parameters, int layer, std::uint8_t pass, const std::vector<TaskId>& started) {
-    collective(Label::zero_allgather, layer, pass, shard_groups_, CollectiveOp::allgather, 2.0 * parameters,
+    collective(Label::zero_allgather, layer, pass, *shard_, CollectiveOp::allgather, 2.0 * parameters,
                gather_);
     for (std::size_t r = 0; r < started.size(); ++r) engine_.depends(last_call_[r], started[r]);
     join(gather_);
@@ -144,14 +137,14 @@ class StepBuilder {
   void reduce_gradients(double parameters, int layer) {
     const double bytes = 2.0 * parameters;
     if (zero_.stage == 0) {
-      collective(Label::zero_allreduce, layer, backward, shard_groups_, CollectiveOp::allreduce, bytes, reduce_);
+      collective(Label::zero_allreduce, layer, backward, *shard_, CollectiveOp::allreduce, bytes, reduce_);
     } else {
-      collective(Label::zero_reducescatter, layer, backward, shard_groups_, CollectiveOp::reducescatter, bytes,
+      collective(Label::zero_reducescatter, layer, backward, *shard_, CollectiveOp::reducescatter, bytes,
                  reduce_);
     }
     for (int r = 0; r < ranks_; ++r) engine_.depends(last_call_[r], compute_[r]);
-    if (zero_.stage > 0 && !replica_groups_.empty())
-      collective(Label::zero_allreduce, layer, backward, replica_groups_, CollectiveOp::allreduce,
+    if (zero_.stage > 0 && replica_)
+      collective(Label::zero_allreduce, layer, backward, *replica_, CollectiveOp::allreduce,
                  bytes / zero_.shard_ranks, reduce_);
   }
 
@@ -166,7 +159,7 @@ class StepBuilder {
     for (int j = 0; j < steps; ++j) {
       const bool pass_on = j + 1 < steps;
       if (pass_on) {
-        collective(bwd ? Label::ring_kv_dkv : Label::ring_kv, layer, pass, layout_.ring_groups,
+        collective(bwd ? Label::ring_kv_dkv : Label::ring_kv, layer, pass, *ring_,
                    CollectiveOp::sendrecv, (bwd ? 2.0 : 1.0) * layout_.ring_kv_bytes, sp);
         for (std::size_t r = 0; r < released.size(); ++r) engine_.depends(last_call_[r], released[r]);
       }
@@ -175,7 +168,7 @@ class StepBuilder {
       if (pass_on) join(sp);  // the next block has arrived
     }
     if (bwd) {
-      collective(Label::ring_dkv, layer, pass, layout_.ring_groups, CollectiveOp::sendrecv, layout_.ring_kv_bytes, sp);
+      collective(Label::ring_dkv, layer, pass, *ring_, CollectiveOp::sendrecv, layout_.ring_kv_bytes, sp);
       for (int r = 0; r < ranks_; ++r) engine_.depends(last_call_[r], released[r]);
       join(sp);
     }
@@ -225,14 +218,15 @@ class StepBuilder {
   Engine& engine_;
   Router& router_;
   const Topology& topo_;
+  const RankFold& fold_;
   const Layout& layout_;
   const StepCosts& costs_;
   const ModelSpec& model_;
   const ZeroPlan& zero_;
-  const int ranks_;
+  const int ranks_;  // rank classes: every per-rank vector below is indexed by class
   std::vector<TaskId> compute_, gather_, reduce_;  // per rank: the last task of each stream
-  std::vector<TaskId> last_call_, entry_;  // per rank: its latest call; scratch
-  std::vector<std::vector<int>> shard_groups_, replica_groups_;
+  std::vector<TaskId> last_call_;  // per rank: its latest call
+  std::optional<GroupSet> shard_, replica_, a2a_, ring_;
   StepTasks out_;
 };
 
@@ -269,10 +263,31 @@ StepCosts step_costs(const CostModel& cost, const Layout& l, const ZeroPlan& zer
   return c;
 }
 
-StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const Layout& layout,
-                     const StepCosts& costs, const ModelSpec& model, bool checkpointing, const ZeroPlan& zero,
-                     int layers) {
-  return StepBuilder(engine, router, topo, layout, costs, model, zero).build(checkpointing, layers);
+ZeroGroups zero_groups(int ranks, const ZeroPlan& z) {
+  ZeroGroups out;
+  for (int g = 0; g < ranks / z.shard_ranks; ++g) {
+    out.shard.emplace_back();
+    for (int i = 0; i < z.shard_ranks; ++i) out.shard.back().push_back(g * z.shard_ranks + i);
+  }
+  for (int i = 0; i < z.shard_ranks && ranks > z.shard_ranks; ++i) {
+    out.replica.emplace_back();
+    for (int g = 0; g < ranks / z.shard_ranks; ++g) out.replica.back().push_back(g * z.shard_ranks + i);
+  }
+  return out;
+}
+
+std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& zero) {
+  std::vector<TrafficGroups> t{{&zero.shard, GroupTraffic::nccl_rings}};
+  if (!zero.replica.empty()) t.push_back({&zero.replica, GroupTraffic::nccl_rings});
+  if (layout.a2a_size > 1) t.push_back({&layout.a2a_groups, GroupTraffic::all_pairs});
+  if (layout.ring_size > 1) t.push_back({&layout.ring_groups, GroupTraffic::successor});
+  return t;
+}
+
+StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
+                     const Layout& layout, const StepCosts& costs, const ModelSpec& model, bool checkpointing,
+                     const ZeroPlan& zero, int layers) {
+  return StepBuilder(engine, router, topo, fold, layout, costs, model, zero).build(checkpointing, layers);
 }
 
 double flows_per_layer(const Layout& l, bool checkpointing, const Topology& topo) {

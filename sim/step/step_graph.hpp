@@ -4,6 +4,7 @@
 
 #include "cost_model.hpp"
 #include "engine.hpp"
+#include "rank_fold.hpp"
 #include "routing.hpp"
 #include "strategy.hpp"
 #include "topology.hpp"
@@ -50,15 +51,24 @@ struct StepCosts {
 StepCosts step_costs(const CostModel& cost, const Layout& layout, const ZeroPlan& zero);
 
 struct StepTasks {
-  std::vector<std::vector<Span>> spans;  // per rank, in the order they were issued
-  std::vector<TaskId> end;               // per rank: everything of its step has finished
+  std::vector<std::vector<Span>> spans;  // per rank class (rank r: spans[r % spans.size()]), in issue order
+  std::vector<TaskId> end;               // per rank class: everything of its step has finished
 };
+
+// ZeRO's groups: shards of M contiguous ranks; replicas (rank i of every shard) when M < ranks.
+struct ZeroGroups {
+  std::vector<std::vector<int>> shard, replica;
+};
+ZeroGroups zero_groups(int ranks, const ZeroPlan& zero);
+// What the step's calls exchange, for choose_fold (points into `layout` and `zero`).
+std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& zero);
 
 // `layers` transformer layers are built (all of the model's, or a window of them whose middle
 // layer stands for the others, see step_run.cpp); everything outside the layers is built once.
-StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const Layout& layout,
-                     const StepCosts& costs, const ModelSpec& model, bool checkpointing, const ZeroPlan& zero,
-                     int layers);
+// With a fold, only the representative ranks' tasks are built (docs/symmetry.md).
+StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
+                     const Layout& layout, const StepCosts& costs, const ModelSpec& model, bool checkpointing,
+                     const ZeroPlan& zero, int layers);
 
 // Flows one layer adds to the graph (forward, backward and recomputation), to size windows.
 double flows_per_layer(const Layout& layout, bool checkpointing, const Topology& topo);

@@ -28,10 +28,10 @@ struct Run {
 
 // Transformer layers to build: all of them, the configured window, or the smallest window that
 // keeps the graph under the flow budget (at least 5, so that a middle layer has neighbours).
-int layers_to_simulate(const Run& run, const Layout& layout) {
+int layers_to_simulate(const Run& run, const Layout& layout, const RankFold& fold) {
   const int layers = run.model.layers;
   if (run.config.layers_simulated > 0) return std::min(layers, std::max(run.config.layers_simulated, 5));
-  const double per_layer = flows_per_layer(layout, run.config.checkpointing, run.topo);
+  const double per_layer = flows_per_layer(layout, run.config.checkpointing, run.topo) / fold.members();
   if (per_layer * layers > run.config.flow_budget)
     return std::min(layers, std::max(5, static_cast<int>(run.config.flow_budget / per_layer)));
   return layers;
@@ -45,18 +45,27 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.strategy = strategy;
   res.layout = make_layout(run.config, run.model, strategy, ranks, run.topo.gpus_per_node);
   const StepCosts costs = step_costs(run.cost, res.layout, run.zero);
-  res.layers_simulated = layers_to_simulate(run, res.layout);
+  const ZeroGroups groups = zero_groups(ranks, run.zero);
+  const FoldChoice choice =
+      choose_fold(run.config.engine, run.topo, ranks, step_traffic(res.layout, groups));
+  const RankFold& fold = choice.fold;
+  res.engine = choice.use;
+  res.layers_simulated = layers_to_simulate(run, res.layout, fold);
   Engine engine(link_capacities(run.topo));
   Router router(run.topo);
-  const StepTasks tasks = build_step(engine, router, run.topo, res.layout, costs, run.model,
+  const StepTasks tasks = build_step(engine, router, run.topo, fold, res.layout, costs, run.model,
                                      run.config.checkpointing, run.zero, res.layers_simulated);
-  if (trace) {
+  if (trace) {  // the representative of each of the busiest links' classes
     std::vector<int> ids;
-    for (const LinkUse& u : busiest_links(run.topo, engine.link_bytes(), std::max(run.options.busiest_links, 16), 0.0))
-      ids.push_back(u.link);
+    for (const LinkUse& u : busiest_links(run.topo, fold.expand_links(engine.link_bytes()),
+                                          std::max(run.options.busiest_links, 16), 0.0))
+      ids.push_back(fold.link_rep.empty() ? u.link : fold.link_rep[u.link]);
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     engine.watch_links(ids);
   }
-  res.stats = engine.run();
+  res.stats = fold.expand_stats(engine.run());
+  const std::vector<double> link_bytes = fold.expand_links(engine.link_bytes());
 
   const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated);
   res.step_s = times.step_s;
@@ -71,8 +80,8 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.mfu = costs.model_flops / (res.step_s * run.gpu.peak_bf16_flops);
   res.memory = memory_per_gpu(run.model, res.layout, run.zero, run.config.checkpointing);
   res.fits = res.memory.total() <= run.gpu.hbm_bytes;
-  res.busiest_links = busiest_links(run.topo, engine.link_bytes(), run.options.busiest_links, res.stats.end_s);
-  res.class_bytes = bytes_per_link_class(run.topo, engine.link_bytes());
+  res.busiest_links = busiest_links(run.topo, link_bytes, run.options.busiest_links, res.stats.end_s);
+  res.class_bytes = bytes_per_link_class(run.topo, link_bytes);
   if (trace) {
     const int traced = run.options.trace_ranks > 0 ? std::min(run.options.trace_ranks, ranks) : ranks;
     trace->add_run(to_string(strategy), run_index, run.topo, engine, tasks, traced);

@@ -7,6 +7,7 @@
 #include "engine.hpp"
 #include "memory_model.hpp"
 #include "model.hpp"
+#include "rank_fold.hpp"
 #include "step_config.hpp"
 #include "step_figures.hpp"
 #include "strategy.hpp"
@@ -41,7 +42,8 @@ struct StrategyResult {
   std::vector<LinkUse> busiest_links;
   std::array<double, 5> class_bytes{};
   int layers_simulated = 0;   // of the model's layers; the rest extrapolated from the middle one
-  RunStats stats;
+  EngineUse engine;           // classes or full, and why
+  RunStats stats;             // of the whole cluster (a quotient's counts times its class size)
   double wall_s = 0;          // host time to build and simulate
 };
 

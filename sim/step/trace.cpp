@@ -50,7 +50,7 @@ void TraceWriter::add_run(std::string_view strategy, int run_index, const Topolo
       out_ << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << pid << ",\"tid\":" << s
            << ",\"args\":{\"name\":\"" << streams[s] << "\"}}";
     }
-    for (const Span& span : tasks.spans[r]) {
+    for (const Span& span : tasks.spans[r % tasks.spans.size()]) {
       const double start = engine.ready_time(span.first), end = engine.finish_time(span.last);
       if (!(end > start)) continue;
       event_prefix();

@@ -94,11 +94,13 @@ TEST_CASE("collectives running at once share links") {
   auto run = [&](bool with_allgather) {
     Engine e(link_capacities(t));
     Router router(t);
-    const auto a2a = add_collective(e, router, t, CollectiveOp::alltoall, all, S);
-    if (with_allgather) add_collective(e, router, t, CollectiveOp::allgather, all, S);
+    const RankFold fold = RankFold::identity(8);
+    GroupSet set({all}, fold);
+    const auto a2a = add_collectives(e, router, t, fold, CollectiveOp::alltoall, set, S);
+    if (with_allgather) add_collectives(e, router, t, fold, CollectiveOp::allgather, set, S);
     e.run();
     double end = 0.0;
-    for (TaskId d : a2a.member_done) end = std::max(end, e.finish_time(d));
+    for (TaskId d : a2a.done) end = std::max(end, e.finish_time(d));
     return end;
   };
   CHECK(run(false) == Approx(10.5e-6 + S / 8 / (100e9 / 7)).epsilon(1e-9));

@@ -1,0 +1,45 @@
+// NCCL's ring order for a group, reduced to directed edges with channel counts (identical edges of
+// different channels are one flow of several channels' bytes).
+#include "nccl_rings.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace basp {
+
+Rings nccl_rings(const Topology& topo, std::span<const int> group) {
+  std::vector<int> members(group.begin(), group.end());
+  std::sort(members.begin(), members.end());
+  std::map<int, std::vector<int>> by_node;
+  for (int r : members) by_node[topo.node_of_rank(r)].push_back(r);
+  auto rail_of = [&](int rank) {
+    const int nic = topo.graph[topo.gpus[rank]].nic;
+    return nic < 0 ? -1 : topo.graph[nic].rail;
+  };
+  std::set<int> rails;
+  if (by_node.size() > 1)
+    for (int r : by_node.begin()->second) rails.insert(rail_of(r));
+  const std::vector<int> channel_rail(rails.begin(), rails.end());
+  Rings out;
+  out.channels = std::max<std::size_t>(1, channel_rail.size());
+  const std::size_t n = members.size();
+  if (n < 2) return out;
+  std::vector<int> ring;
+  std::map<std::pair<int, int>, std::uint32_t> edges;
+  for (std::size_t c = 0; c < out.channels; ++c) {
+    ring.clear();
+    for (auto& [node, ranks] : by_node) {
+      std::size_t start = 0;
+      if (c < channel_rail.size())
+        while (start + 1 < ranks.size() && rail_of(ranks[start]) != channel_rail[c]) ++start;
+      for (std::size_t k = 0; k < ranks.size(); ++k) ring.push_back(ranks[(start + k) % ranks.size()]);
+    }
+    for (std::size_t k = 0; k < n; ++k) ++edges[{ring[k], ring[(k + 1) % n]}];
+  }
+  out.edges.reserve(edges.size());
+  for (auto [edge, count] : edges) out.edges.push_back({edge.first, edge.second, count});
+  return out;
+}
+
+}  // namespace basp

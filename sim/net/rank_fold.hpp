@@ -1,0 +1,79 @@
+// Symmetry classes: a translation of the cluster by whole nodes that maps topology and traffic onto
+// themselves, so ranks 0..period-1 stand for all ranks and one link per class for its class.
+//
+// Exactness (docs/symmetry.md): under such an automorphism the max-min rates, and so every task's
+// times, are equal across a class. The quotient keeps the flows whose source is a representative
+// rank, moves each hop to its link's representative (hops that land on one link stay separate, so
+// the solver sums the class's load on one member link exactly) and indexes per-rank tasks by class.
+#pragma once
+
+#include "engine.hpp"
+#include "hop.hpp"
+#include "topology.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace basp {
+
+enum class EngineMode { automatic, classes, full };
+std::optional<EngineMode> parse_engine_mode(std::string_view name);  // "auto", "classes", "full"
+std::string_view to_string(EngineMode mode);
+
+struct RankFold {
+  int ranks = 0;   // ranks of the job, N
+  int period = 0;  // representatives 0..period-1; rank r is in the class of r mod period
+  std::vector<int> link_rep;  // link id -> representative link id of its class (empty: unfolded)
+  int link_classes = 0;
+
+  static RankFold identity(int ranks);
+  bool folded() const { return period < ranks; }
+  int classes() const { return period; }
+  int rank_class(int rank) const { return rank % period; }
+  bool represents(int rank) const { return rank < period; }
+  std::uint32_t members() const { return static_cast<std::uint32_t>(ranks / period); }  // per class
+  int shifted(int rank) const { return (rank + period) % ranks; }  // the translation itself
+  // `hops` with every link replaced by its class representative (into `out`, returned).
+  std::span<const Hop> fold_hops(std::span<const Hop> hops, std::vector<Hop>& out) const;
+  // Per-link figures of the quotient (at representatives) expanded to every link.
+  std::vector<double> expand_links(const std::vector<double>& per_link) const;
+  // Counts of the quotient's run as the whole cluster's: flows, events and refills times members
+  // (batches and solves are shared by a class, so they stay).
+  RunStats expand_stats(RunStats quotient) const;
+};
+
+// How the groups of one kind of call exchange, which decides what the translation must preserve.
+enum class GroupTraffic {
+  all_pairs,   // all-to-all: the partition into groups
+  nccl_rings,  // ring collectives: the edges of NCCL's rings
+  successor,   // send/recv to the next member: the cyclic order within each group
+};
+struct TrafficGroups {
+  const std::vector<std::vector<int>>* groups;
+  GroupTraffic traffic;
+};
+
+// Which engine ran and why, with the sizes of the quotient.
+struct EngineUse {
+  std::string engine = "full";  // "classes" or "full"
+  std::string why;              // why this engine: the symmetry found, or what broke it
+  int rank_classes = 0;         // ranks simulated (all of them on the full engine)
+  int link_classes = 0;         // links simulated
+  int members = 1;              // ranks, flows and links per class
+};
+
+struct FoldChoice {
+  RankFold fold;
+  EngineUse use;
+};
+
+// The finest exact translation for `mode` (automatic: classes when one exists, else the full
+// engine with the reason). Throws InputError (field "--engine") when classes are demanded and none
+// exists. `ranks` are the job's ranks 0..ranks-1, node-major on topo.gpus.
+FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic);
+
+}  // namespace basp
