@@ -26,7 +26,7 @@ CollectiveResult simulate_collective(const Topology& topo, const CollectiveSpec&
   const FoldChoice choice = choose_fold(spec.engine, topo, ranks, described);
   const RankFold& fold = choice.fold;
 
-  Engine engine(link_capacities(topo));
+  Engine engine(fold.quotient_capacities(link_capacities(topo)));
   Router router(topo);
   GroupSet set(groups, fold);
   const GroupCalls calls = add_collectives(engine, router, topo, fold, spec.op, set, spec.size_bytes);

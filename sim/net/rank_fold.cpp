@@ -137,19 +137,26 @@ std::vector<int> node_shift(const Topology& topo, const Adjacency& adj, int d, s
   return link_image;
 }
 
-// Representative (smallest id) of each link's orbit; -1 when some orbit is shorter than `members`
-// (a link the translation fixes would carry several members' loads of one flow class).
-std::vector<int> link_representatives(const std::vector<int>& link_image, int members, int& classes) {
-  std::vector<int> rep(link_image.size(), -1);
-  classes = 0;
-  for (std::size_t l = 0; l < link_image.size(); ++l) {
-    if (rep[l] >= 0) continue;
-    int length = 0;
-    for (int m = static_cast<int>(l); rep[m] < 0; m = link_image[m], ++length) rep[m] = static_cast<int>(l);
-    if (length != members) return {};
-    ++classes;
+// Representative (smallest id) of each link's orbit, and per link how many of the `members`
+// translates of a flow cross it when the representative flow crosses its class once: members over
+// the orbit's length (a link the translation fixes, such as a core link above fixed pods, carries
+// every member's load).
+void link_classes_of(const std::vector<int>& link_image, int members, RankFold& fold) {
+  const std::size_t links = link_image.size();
+  fold.link_rep.assign(links, -1);
+  fold.link_load.assign(links, 0);
+  fold.link_classes = 0;
+  std::vector<int> orbit;
+  for (std::size_t l = 0; l < links; ++l) {
+    if (fold.link_rep[l] >= 0) continue;
+    orbit.clear();
+    for (int m = static_cast<int>(l); fold.link_rep[m] < 0; m = link_image[m]) {
+      fold.link_rep[m] = static_cast<int>(l);
+      orbit.push_back(m);
+    }
+    for (int m : orbit) fold.link_load[m] = static_cast<std::uint32_t>(members / static_cast<int>(orbit.size()));
+    ++fold.link_classes;
   }
-  return rep;
 }
 
 // Group index and position of every rank (-1: in no group).
@@ -244,8 +251,14 @@ std::span<const Hop> RankFold::fold_hops(std::span<const Hop> hops, std::vector<
 std::vector<double> RankFold::expand_links(const std::vector<double>& per_link) const {
   if (link_rep.empty()) return per_link;
   std::vector<double> out(per_link.size());
-  for (std::size_t l = 0; l < out.size(); ++l) out[l] = per_link[link_rep[l]];
+  for (std::size_t l = 0; l < out.size(); ++l) out[l] = per_link[link_rep[l]] * link_load[l];
   return out;
+}
+
+std::vector<double> RankFold::quotient_capacities(std::vector<double> capacity_Bps) const {
+  if (link_rep.empty()) return capacity_Bps;
+  for (std::size_t l = 0; l < capacity_Bps.size(); ++l) capacity_Bps[l] /= link_load[l];
+  return capacity_Bps;
 }
 
 RunStats RankFold::expand_stats(RunStats s) const {
@@ -278,9 +291,6 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
       const std::vector<int> image = node_shift(topo, adj, d, broke);
       if (image.empty()) continue;
       const int period = d * topo.gpus_per_node, members = topo.nodes / d;
-      int link_classes = 0;
-      std::vector<int> rep = link_representatives(image, members, link_classes);
-      if (rep.empty()) continue;
       bool kept = true;
       for (const TrafficGroups& t : traffic)
         if (!(kept = traffic_kept(topo, t, ranks, period, broke))) break;
@@ -289,11 +299,10 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
         continue;
       }
       c.fold.period = period;
-      c.fold.link_rep = std::move(rep);
-      c.fold.link_classes = link_classes;
+      link_classes_of(image, members, c.fold);
       c.use = {"classes",
                "the cluster and the traffic repeat every " + std::to_string(d) + (d == 1 ? " node" : " nodes"),
-               period, link_classes, members};
+               period, c.fold.link_classes, members};
       return c;
     }
   }

@@ -5,6 +5,9 @@
 // times, are equal across a class. The quotient keeps the flows whose source is a representative
 // rank, moves each hop to its link's representative (hops that land on one link stay separate, so
 // the solver sums the class's load on one member link exactly) and indexes per-rank tasks by class.
+// A link whose class has fewer members than the ranks' (fixed by the translation, or by a power of
+// it) carries the load of members/|class| translates of each representative hop: its capacity in
+// the quotient is divided by that count, and its bytes multiplied back.
 #pragma once
 
 #include "engine.hpp"
@@ -28,6 +31,7 @@ struct RankFold {
   int ranks = 0;   // ranks of the job, N
   int period = 0;  // representatives 0..period-1; rank r is in the class of r mod period
   std::vector<int> link_rep;  // link id -> representative link id of its class (empty: unfolded)
+  std::vector<std::uint32_t> link_load;  // link id -> translates of a representative hop it carries
   int link_classes = 0;
 
   static RankFold identity(int ranks);
@@ -39,8 +43,10 @@ struct RankFold {
   int shifted(int rank) const { return (rank + period) % ranks; }  // the translation itself
   // `hops` with every link replaced by its class representative (into `out`, returned).
   std::span<const Hop> fold_hops(std::span<const Hop> hops, std::vector<Hop>& out) const;
-  // Per-link figures of the quotient (at representatives) expanded to every link.
+  // Per-link bytes or loads of the quotient (at representatives) expanded to every link.
   std::vector<double> expand_links(const std::vector<double>& per_link) const;
+  // The capacities the quotient's engine runs on (by link id).
+  std::vector<double> quotient_capacities(std::vector<double> capacity_Bps) const;
   // Counts of the quotient's run as the whole cluster's: flows, events and refills times members
   // (batches and solves are shared by a class, so they stay).
   RunStats expand_stats(RunStats quotient) const;

@@ -51,7 +51,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   const RankFold& fold = choice.fold;
   res.engine = choice.use;
   res.layers_simulated = layers_to_simulate(run, res.layout, fold);
-  Engine engine(link_capacities(run.topo));
+  Engine engine(fold.quotient_capacities(link_capacities(run.topo)));
   Router router(run.topo);
   const StepTasks tasks = build_step(engine, router, run.topo, fold, res.layout, costs, run.model,
                                      run.config.checkpointing, run.zero, res.layers_simulated);
@@ -84,7 +84,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.class_bytes = bytes_per_link_class(run.topo, link_bytes);
   if (trace) {
     const int traced = run.options.trace_ranks > 0 ? std::min(run.options.trace_ranks, ranks) : ranks;
-    trace->add_run(to_string(strategy), run_index, run.topo, engine, tasks, traced);
+    trace->add_run(to_string(strategy), run_index, run.topo, engine, tasks, traced, fold.link_load);
   }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;

@@ -33,7 +33,7 @@ void TraceWriter::event_prefix() {
 }
 
 void TraceWriter::add_run(std::string_view strategy, int run_index, const Topology& topo, const Engine& engine,
-                          const StepTasks& tasks, int ranks) {
+                          const StepTasks& tasks, int ranks, std::span<const std::uint32_t> link_load) {
   constexpr const char* streams[] = {"compute", "sequence-parallel exchange", "ZeRO gather", "ZeRO reduce"};
   const long base = long(run_index) * pids_per_run;
   for (int r = 0; r < ranks; ++r) {
@@ -69,7 +69,8 @@ void TraceWriter::add_run(std::string_view strategy, int run_index, const Topolo
     event_prefix();
     out_ << "{\"ph\":\"C\",\"pid\":" << net << ",\"name\":"
          << quoted(topo.vertex(l.from).name + " -> " + topo.vertex(l.to).name) << ",\"ts\":" << number(s.time_s * 1e6)
-         << ",\"args\":{\"utilization\":" << number(s.load_Bps / l.capacity_Bps) << "}}";
+         << ",\"args\":{\"utilization\":"
+         << number(s.load_Bps * (link_load.empty() ? 1 : link_load[s.link]) / l.capacity_Bps) << "}}";
   }
 }
 

@@ -7,6 +7,8 @@
 #include "step_graph.hpp"
 
 #include <iosfwd>
+#include <cstdint>
+#include <span>
 #include <string_view>
 
 namespace basp {
@@ -14,9 +16,10 @@ namespace basp {
 class TraceWriter {
  public:
   explicit TraceWriter(std::ostream& out);
-  // One simulated step: `ranks` first ranks' spans, and the link samples the engine recorded.
+  // One simulated step: `ranks` first ranks' spans, and the link samples the engine recorded
+  // (on a quotient, multiplied by each representative link's link_load).
   void add_run(std::string_view strategy, int run_index, const Topology& topo, const Engine& engine,
-               const StepTasks& tasks, int ranks);
+               const StepTasks& tasks, int ranks, std::span<const std::uint32_t> link_load = {});
   void finish();  // closes the JSON document
 
  private:
