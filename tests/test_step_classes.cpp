@@ -1,0 +1,153 @@
+// Whole training steps on symmetry classes against the full engine: every strategy, contiguous and
+// strided groups, ZeRO stages and groups, checkpointing, several fabrics and sizes up to 1024 GPUs
+// agree on every reported figure and the busiest links to 1e-9.
+#include "cli_helpers.hpp"
+#include "step_run.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "input_error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace basp;
+
+namespace {
+
+bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-300}); }
+
+void check_same(StepConfig c) {
+  c.engine = EngineMode::full;
+  const StepReport full = simulate_step(c);
+  c.engine = EngineMode::automatic;
+  const StepReport classes = simulate_step(c);
+  REQUIRE(full.results.size() == classes.results.size());
+  for (std::size_t i = 0; i < full.results.size(); ++i) {
+    const StrategyResult &f = full.results[i], &q = classes.results[i];
+    INFO(c.topology << ", " << to_string(q.strategy) << ", sp " << full.config.sp << ", zero " << c.zero << " over "
+                    << full.config.zero_group << (c.checkpointing ? ", checkpointing" : "")
+                    << (c.placement == Placement::strided ? ", strided" : "") << ": " << q.engine.why);
+    REQUIRE(q.engine.engine == "classes");
+    CHECK(f.engine.engine == "full");
+    CHECK(q.layers_simulated == f.layers_simulated);
+    for (auto [a, b] : {std::pair{q.step_s, f.step_s}, {q.compute_s, f.compute_s}, {q.a2a_s, f.a2a_s},
+                        {q.a2a_exposed_s, f.a2a_exposed_s}, {q.zero_comm_s, f.zero_comm_s},
+                        {q.zero_exposed_s, f.zero_exposed_s}, {q.tokens_per_s, f.tokens_per_s}, {q.mfu, f.mfu}})
+      CHECK(close(a, b));
+    REQUIRE(q.speedup_vs_ulysses.has_value() == f.speedup_vs_ulysses.has_value());
+    if (f.speedup_vs_ulysses) CHECK(close(*q.speedup_vs_ulysses, *f.speedup_vs_ulysses));
+    for (int cls = 0; cls < 5; ++cls) CHECK(close(q.class_bytes[cls], f.class_bytes[cls]));
+    REQUIRE(q.busiest_links.size() == f.busiest_links.size());
+    for (std::size_t k = 0; k < f.busiest_links.size(); ++k) {
+      CHECK(close(q.busiest_links[k].bytes, f.busiest_links[k].bytes));
+      CHECK(close(q.busiest_links[k].utilization, f.busiest_links[k].utilization));
+    }
+    CHECK(q.stats.flows == f.stats.flows);
+    CHECK(q.stats.events == f.stats.events);
+  }
+}
+
+StepConfig job(std::string topology, TopologyOverrides overrides) {
+  StepConfig c;
+  c.topology = std::move(topology);
+  c.overrides = overrides;
+  c.seq = 8192;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("step classes equal the full engine: every strategy and placement on a rail fabric") {
+  for (CrossRail rail : {CrossRail::pxn, CrossRail::spine})
+    for (Placement placement : {Placement::contiguous, Placement::strided}) {
+      StepConfig c = job("dgx-h100", {.nodes = 8, .nodes_per_leaf = 2, .spines = 2, .cross_rail = rail});
+      c.sp = 16;
+      c.batch = 4;
+      c.replica_batch = 2;
+      c.placement = placement;
+      c.strategies = {Strategy::ulysses, Strategy::basp, Strategy::sp_dp, Strategy::ring, Strategy::usp};
+      check_same(c);
+    }
+}
+
+TEST_CASE("step classes equal the full engine: ZeRO stages, hierarchical groups and checkpointing") {
+  for (int zero : {0, 1, 3})
+    for (int group : {0, 8, 16}) {
+      if (zero == 0 && group != 0) continue;
+      StepConfig c = job("dgx-h100", {.nodes = 8, .oversubscription = 2, .nodes_per_leaf = 2, .spines = 2});
+      c.sp = 32;
+      c.zero = zero;
+      c.zero_group = group;
+      c.checkpointing = group == 8;
+      check_same(c);
+    }
+}
+
+TEST_CASE("step classes equal the full engine: PCIe leaf-spine, GB200 NVL72 racks, three tiers") {
+  StepConfig pcie = job("pcie-8gpu", {.nodes = 4, .nodes_per_leaf = 2});
+  pcie.sp = 8;
+  check_same(pcie);
+  StepConfig nvl = job("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 18, .spines = 2});
+  nvl.sp = 8;  // groups of 16 would straddle the 72-GPU period: see the fallback test
+  nvl.strategies = {Strategy::ulysses, Strategy::basp, Strategy::usp};
+  check_same(nvl);
+  for (CrossRail rail : {CrossRail::pxn, CrossRail::spine}) {
+    StepConfig three = job("dgx-h100-3tier", {.nodes = 8, .nodes_per_leaf = 2, .spines = 2, .cross_rail = rail});
+    three.sp = 16;
+    three.zero_group = 16;
+    three.strategies = {Strategy::ulysses, Strategy::basp, Strategy::ring};
+    check_same(three);
+  }
+}
+
+TEST_CASE("step classes equal the full engine: 1024 GPUs, SP 32, ZeRO over 32") {
+  StepConfig c = job("dgx-h100", {.nodes = 128});
+  c.seq = 32768;
+  c.batch = 4;
+  c.sp = 32;
+  c.zero_group = 32;
+  check_same(c);
+}
+
+TEST_CASE("step classes: groups that straddle the period fall back to the full engine, and say so") {
+  // System: 2 GB200 NVL72 racks (144 GPUs): the cluster repeats every rack (72 GPUs).
+  // Expectations: SP groups of 16 do not tile a rack, so no shift moves them onto groups.
+  StepConfig c = job("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 18, .spines = 2});
+  c.sp = 16;
+  c.strategies = {Strategy::ulysses};
+  const StepReport r = simulate_step(c);
+  CHECK(r.results[0].engine.engine == "full");
+  CHECK_THAT(r.results[0].engine.why, Catch::Contains("groups (16 ranks) do not move onto groups"));
+  c.engine = EngineMode::classes;
+  CHECK_THROWS_AS(simulate_step(c), InputError);
+}
+
+TEST_CASE("simulate --engine: JSON and table say which engine ran, with the class counts") {
+  using basp::test::basp_cli;
+  const std::string job = "simulate --topology dgx-h100 --nodes 16 --sp 32 --zero-group 32 --seq 8K";
+  const basp::test::Run r = basp_cli(job + " --json", false);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("config").at("engine") == "classes");
+  CHECK(j.at("config").at("engine_requested") == "auto");
+  for (const auto& res : j.at("results")) {
+    const auto& e = res.at("engine");
+    CHECK(e.at("engine") == "classes");
+    CHECK(e.at("rank_classes").get<int>() * e.at("members_per_class").get<int>() == 128);
+    CHECK(e.at("members_per_class").get<int>() > 1);
+  }
+  const basp::test::Run full = basp_cli(job + " --json --engine full", false);
+  REQUIRE(full.code == 0);
+  CHECK(nlohmann::json::parse(full.out).at("config").at("engine") == "full");
+  CHECK_THAT(basp_cli(job).out, Catch::Contains("classes engine"));
+  const basp::test::Run hashed = basp_cli(job + " --ecmp hash --engine classes");
+  CHECK(hashed.code == 2);
+  CHECK_THAT(hashed.out, Catch::Contains("--engine") && Catch::Contains("hashed ECMP"));
+  CHECK(basp_cli(job + " --engine fastest").code == 2);
+  const basp::test::Run coll = basp_cli("collective --topology dgx-h100 --nodes 8 --size 1MiB --json", false);
+  REQUIRE(coll.code == 0);
+  CHECK(nlohmann::json::parse(coll.out).at("engine").at("engine") == "classes");
+}
