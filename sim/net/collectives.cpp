@@ -146,17 +146,24 @@ const GroupSet::RingPlan& GroupSet::rings(const Topology& topo, Router& router) 
         p.step_latency_s[g] = std::max(p.step_latency_s[g], router.route(e.from, e.to).latency_s);
       }
   }
-  // A group's edges are the translates of its orbit's representative edges: the slowest is theirs.
+  // A group's edges are the images of its orbit's representative edges: the slowest is theirs.
   std::vector<char> seen(n, 0);
   std::vector<std::size_t> orbit;
   for (std::size_t g = 0; g < n; ++g) {
     if (seen[g]) continue;
-    orbit.clear();
+    orbit.assign(1, g);
+    seen[g] = 1;
     double slowest = 0.0;
-    for (std::size_t h = g; !seen[h]; h = group_of_[fold_.shifted(groups_[h][0])]) {
-      seen[h] = 1;
-      orbit.push_back(h);
+    for (std::size_t k = 0; k < orbit.size(); ++k) {
+      const std::size_t h = orbit[k];
       slowest = std::max(slowest, p.step_latency_s[h]);
+      for (int gen = 0; gen < RankFold::generators; ++gen) {
+        const auto next = static_cast<std::size_t>(group_of_[fold_.moved(groups_[h][0], gen)]);
+        if (!seen[next]) {
+          seen[next] = 1;
+          orbit.push_back(next);
+        }
+      }
     }
     for (std::size_t h : orbit) p.step_latency_s[h] = slowest;
   }

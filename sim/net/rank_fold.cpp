@@ -1,6 +1,8 @@
-// Finds the translation: for each divisor d of the node count, derive the vertex map "node n -> node
-// n+d" from the order in which links were added, verify it is an automorphism (links, capacities,
-// latencies, kinds, rails, NIC affinity, ranks) acting freely on links, then check the traffic.
+// Finds the symmetry: for node steps a (smallest first) and blocks of D nodes (a divides D, D the
+// node count), the group that moves blocks on by one block and rotates nodes by a within every
+// block. Each generator must keep the traffic, and be an automorphism of the topology: its vertex
+// map is derived from the links' order and far ends and verified link by link (capacity, latency,
+// class, kinds, rails, NIC affinity, ranks). Ranks then fall into classes of nodes equal mod a.
 #include "rank_fold.hpp"
 
 #include "input_error.hpp"
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <unordered_map>
 
 namespace basp {
@@ -38,8 +41,9 @@ Adjacency adjacency(const Topology& topo) {
   return a;
 }
 
-// The link permutation of "every node moves d nodes on", or empty with the reason.
-std::vector<int> node_shift(const Topology& topo, const Adjacency& adj, int d, std::string& why) {
+// The link permutation induced by moving node n to node_map[n], or empty with the reason.
+std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& adj, const std::vector<int>& node_map,
+                                        std::string& why) {
   const Graph& g = topo.graph;
   const std::size_t n = boost::num_vertices(g);
   const int nodes = topo.nodes;
@@ -47,9 +51,9 @@ std::vector<int> node_shift(const Topology& topo, const Adjacency& adj, int d, s
   std::deque<VertexId> todo;
   for (int node = 0; node < nodes; ++node) {
     const auto& mine = adj.node_vertices[node];
-    const auto& theirs = adj.node_vertices[(node + d) % nodes];
+    const auto& theirs = adj.node_vertices[node_map[node]];
     if (mine.size() != theirs.size()) {
-      why = "nodes " + std::to_string(node) + " and " + std::to_string((node + d) % nodes) + " differ in devices";
+      why = "nodes " + std::to_string(node) + " and " + std::to_string(node_map[node]) + " differ in devices";
       return {};
     }
     for (std::size_t k = 0; k < mine.size(); ++k) {
@@ -58,7 +62,7 @@ std::vector<int> node_shift(const Topology& topo, const Adjacency& adj, int d, s
     }
   }
   auto fail = [&](VertexId v) {
-    why = "moving nodes by " + std::to_string(d) + " does not map " + g[v].name + "'s links onto a like device's";
+    why = "moving nodes does not map " + g[v].name + "'s links onto a like device's";
     return std::vector<int>{};
   };
   // Each link of a mapped vertex u goes to a link of image[u]: to the image of its far end when
@@ -133,29 +137,33 @@ std::vector<int> node_shift(const Topology& topo, const Adjacency& adj, int d, s
   }
   const int per_node = topo.gpus_per_node, ranks = static_cast<int>(topo.gpus.size());
   for (int r = 0; r < ranks; ++r)
-    if (image[topo.gpus[r]] != topo.gpus[(r + d * per_node) % ranks]) return fail(topo.gpus[r]);
+    if (image[topo.gpus[r]] != topo.gpus[node_map[r / per_node] * per_node + r % per_node]) return fail(topo.gpus[r]);
   return link_image;
 }
 
-// Representative (smallest id) of each link's orbit, and per link how many of the `members`
-// translates of a flow cross it when the representative flow crosses its class once: members over
-// the orbit's length (a link the translation fixes, such as a core link above fixed pods, carries
-// every member's load).
-void link_classes_of(const std::vector<int>& link_image, int members, RankFold& fold) {
-  const std::size_t links = link_image.size();
-  fold.link_rep.assign(links, -1);
-  fold.link_load.assign(links, 0);
-  fold.link_classes = 0;
-  std::vector<int> orbit;
-  for (std::size_t l = 0; l < links; ++l) {
-    if (fold.link_rep[l] >= 0) continue;
-    orbit.clear();
-    for (int m = static_cast<int>(l); fold.link_rep[m] < 0; m = link_image[m]) {
-      fold.link_rep[m] = static_cast<int>(l);
-      orbit.push_back(m);
+// Classes of links: orbits under the generators' link permutations, each named by its smallest id,
+// and per link how many of the `members` translates of a flow cross it when the representative
+// flow crosses its class once: members over the orbit's size (a link the group fixes, such as a
+// core link above fixed pods, carries every member's load).
+void link_classes_of(const std::vector<std::vector<int>>& link_images, int members, RankFold& fold) {
+  const std::size_t links = fold.link_rep.size();
+  std::vector<int> parent(links);
+  for (std::size_t l = 0; l < links; ++l) parent[l] = static_cast<int>(l);
+  auto find = [&](int l) {
+    while (parent[l] != l) l = parent[l] = parent[parent[l]];
+    return l;
+  };
+  for (const auto& image : link_images)
+    for (std::size_t l = 0; l < links; ++l) {
+      const int a = find(static_cast<int>(l)), b = find(image[l]);
+      if (a != b) parent[std::max(a, b)] = std::min(a, b);  // roots stay the smallest ids
     }
-    for (int m : orbit) fold.link_load[m] = static_cast<std::uint32_t>(members / static_cast<int>(orbit.size()));
-    ++fold.link_classes;
+  std::vector<int> size(links, 0);
+  for (std::size_t l = 0; l < links; ++l) ++size[fold.link_rep[l] = find(static_cast<int>(l))];
+  fold.link_classes = 0;
+  for (std::size_t l = 0; l < links; ++l) {
+    fold.link_classes += fold.link_rep[l] == static_cast<int>(l);
+    fold.link_load[l] = static_cast<std::uint32_t>(members / size[fold.link_rep[l]]);
   }
 }
 
@@ -173,48 +181,64 @@ Membership membership(const std::vector<std::vector<int>>& groups, int ranks) {
   return m;
 }
 
-// Does shifting ranks by `period` preserve what `t` needs?
-bool traffic_kept(const Topology& topo, const TrafficGroups& t, int ranks, int period, std::string& why) {
+// What checking a traffic set against many candidate moves reuses: membership, NCCL's ring edges.
+struct TrafficIndex {
+  Membership m;
+  std::vector<RingEdge> ring_edges;  // sorted; nccl_rings traffic only
+};
+
+TrafficIndex index_traffic(const Topology& topo, const TrafficGroups& t, int ranks) {
+  TrafficIndex x{membership(*t.groups, ranks), {}};
+  if (t.traffic == GroupTraffic::nccl_rings) {
+    for (const auto& g : *t.groups) {
+      const Rings rings = nccl_rings(topo, g);
+      x.ring_edges.insert(x.ring_edges.end(), rings.edges.begin(), rings.edges.end());
+    }
+    std::sort(x.ring_edges.begin(), x.ring_edges.end());
+  }
+  return x;
+}
+
+// Does moving ranks by `moved` keep what `t` needs?
+bool traffic_kept(const TrafficGroups& t, const TrafficIndex& x, const std::vector<int>& moved, std::string& why) {
   const auto& groups = *t.groups;
-  const Membership m = membership(groups, ranks);
-  auto shift = [&](int r) { return (r + period) % ranks; };
-  for (int r = 0; r < ranks; ++r)
+  const Membership& m = x.m;
+  for (std::size_t r = 0; r < m.group.size(); ++r)
     if (m.group[r] < 0) {
       why = "rank " + std::to_string(r) + " is in no group";
       return false;
     }
   for (const auto& g : groups) {
-    const int image = m.group[shift(g[0])];
+    const int image = m.group[moved[g[0]]];
     for (std::size_t i = 0; i < g.size(); ++i) {
-      const int s = shift(g[i]);
+      const int s = moved[g[i]];
       bool ok = m.group[s] == image && groups[image].size() == g.size();
       if (ok && t.traffic == GroupTraffic::successor) {
         const auto& h = groups[image];
-        ok = h[(m.position[s] + 1) % h.size()] == shift(g[(i + 1) % g.size()]);
+        ok = h[(m.position[s] + 1) % h.size()] == moved[g[(i + 1) % g.size()]];
       }
       if (!ok) {
-        why = "groups (" + std::to_string(g.size()) + " ranks) do not move onto groups when ranks move by " +
-              std::to_string(period);
+        why = "groups (" + std::to_string(g.size()) + " ranks) do not move onto groups";
         return false;
       }
     }
   }
-  if (t.traffic != GroupTraffic::nccl_rings) return true;
-  std::vector<RingEdge> edges;
-  for (const auto& g : groups) {
-    const Rings rings = nccl_rings(topo, g);
-    edges.insert(edges.end(), rings.edges.begin(), rings.edges.end());
-  }
-  std::sort(edges.begin(), edges.end());
-  for (const RingEdge& e : edges) {
-    const RingEdge moved{shift(e.from), shift(e.to), e.channels};
-    const auto it = std::lower_bound(edges.begin(), edges.end(), moved);
-    if (it == edges.end() || it->from != moved.from || it->to != moved.to || it->channels != e.channels) {
-      why = "NCCL's rings do not move onto themselves when ranks move by " + std::to_string(period);
+  for (const RingEdge& e : x.ring_edges) {
+    const RingEdge to{moved[e.from], moved[e.to], e.channels};
+    const auto it = std::lower_bound(x.ring_edges.begin(), x.ring_edges.end(), to);
+    if (it == x.ring_edges.end() || it->from != to.from || it->to != to.to || it->channels != e.channels) {
+      why = "NCCL's rings do not move onto themselves";
       return false;
     }
   }
   return true;
+}
+
+std::string describe(int step, int block, int nodes) {
+  auto count = [](int n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); };
+  if (step == block || block == nodes) return "the cluster and the traffic repeat every " + count(step);
+  return "the cluster and the traffic repeat every " + count(block) + ", and rotating the nodes of each block by " +
+         count(step) + " keeps them";
 }
 
 }  // namespace
@@ -233,6 +257,19 @@ std::string_view to_string(EngineMode mode) {
     case EngineMode::full: return "full";
   }
   return "?";
+}
+
+int RankFold::moved(int rank, int generator) const {
+  if (!folded()) return rank;
+  const int node = rank / gpus_per_node, nodes = ranks / gpus_per_node;
+  int to;
+  if (generator == 0) {
+    to = (node + block_nodes) % nodes;
+  } else {
+    const int base = node - node % block_nodes;
+    to = base + (node - base + step_nodes) % block_nodes;
+  }
+  return to * gpus_per_node + rank % gpus_per_node;
 }
 
 RankFold RankFold::identity(int ranks) {
@@ -284,26 +321,55 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
     why = "a single node has no translation";
   } else {
     const Adjacency adj = adjacency(topo);
-    why = "no translation by whole nodes maps the cluster onto itself";
-    for (int d = 1; d < topo.nodes; ++d) {
-      if (topo.nodes % d != 0) continue;
-      std::string broke;
-      const std::vector<int> image = node_shift(topo, adj, d, broke);
-      if (image.empty()) continue;
-      const int period = d * topo.gpus_per_node, members = topo.nodes / d;
-      bool kept = true;
-      for (const TrafficGroups& t : traffic)
-        if (!(kept = traffic_kept(topo, t, ranks, period, broke))) break;
-      if (!kept) {
-        why = "the cluster repeats every " + std::to_string(d) + " nodes, but " + broke;
-        continue;
+    std::vector<TrafficIndex> indexed;
+    for (const TrafficGroups& t : traffic) indexed.push_back(index_traffic(topo, t, ranks));
+    const int nodes = topo.nodes, per_node = topo.gpus_per_node;
+    std::map<std::pair<int, int>, std::vector<int>> verified;  // (step, block) -> link image ({}: not one)
+    why = "no move of whole nodes maps the cluster onto itself";
+    for (int step = 1; step < nodes; ++step) {
+      if (nodes % step != 0) continue;
+      for (int block = step; block < nodes; block += step) {
+        if (nodes % block != 0) continue;
+        RankFold f;
+        f.ranks = ranks;
+        f.period = step * per_node;
+        f.gpus_per_node = per_node;
+        f.step_nodes = step;
+        f.block_nodes = block;
+        // Generators: blocks move on by one block; nodes rotate by `step` within each block.
+        std::vector<std::pair<int, int>> generators{{block, block}};
+        if (step < block) generators.push_back({step, block});
+        std::string broke;
+        bool kept = true;
+        for (std::size_t k = 0; kept && k < generators.size(); ++k) {
+          std::vector<int> moved(ranks);
+          for (int r = 0; r < ranks; ++r) moved[r] = f.moved(r, static_cast<int>(k));
+          for (std::size_t t = 0; kept && t < traffic.size(); ++t) kept = traffic_kept(traffic[t], indexed[t], moved, broke);
+        }
+        if (!kept) {
+          why = describe(step, block, nodes) + " in topology only: " + broke;
+          continue;
+        }
+        std::vector<std::vector<int>> images;
+        for (std::size_t k = 0; kept && k < generators.size(); ++k) {
+          auto [it, fresh] = verified.try_emplace(generators[k]);
+          if (fresh) {
+            std::vector<int> node_map(nodes);
+            for (int n = 0; n < nodes; ++n) node_map[n] = f.moved(n * per_node, static_cast<int>(k)) / per_node;
+            it->second = node_permutation_links(topo, adj, node_map, broke);
+          }
+          kept = !it->second.empty();
+          if (kept) images.push_back(it->second);
+        }
+        if (!kept) continue;
+        const int members = nodes / step;
+        f.link_rep.assign(topo.link_count(), -1);
+        f.link_load.assign(topo.link_count(), 0);
+        link_classes_of(images, members, f);
+        c.use = {"classes", describe(step, block, nodes), f.period, f.link_classes, members};
+        c.fold = std::move(f);
+        return c;
       }
-      c.fold.period = period;
-      link_classes_of(image, members, c.fold);
-      c.use = {"classes",
-               "the cluster and the traffic repeat every " + std::to_string(d) + (d == 1 ? " node" : " nodes"),
-               period, c.fold.link_classes, members};
-      return c;
     }
   }
   if (mode == EngineMode::classes)

@@ -27,9 +27,13 @@ enum class EngineMode { automatic, classes, full };
 std::optional<EngineMode> parse_engine_mode(std::string_view name);  // "auto", "classes", "full"
 std::string_view to_string(EngineMode mode);
 
+// The group: blocks of block_nodes consecutive nodes move on by one block (generator 0), and nodes
+// rotate by step_nodes within every block (generator 1). Nodes equal mod step_nodes form a class.
 struct RankFold {
   int ranks = 0;   // ranks of the job, N
   int period = 0;  // representatives 0..period-1; rank r is in the class of r mod period
+  int gpus_per_node = 1;
+  int step_nodes = 0, block_nodes = 0;
   std::vector<int> link_rep;  // link id -> representative link id of its class (empty: unfolded)
   std::vector<std::uint32_t> link_load;  // link id -> translates of a representative hop it carries
   int link_classes = 0;
@@ -40,7 +44,8 @@ struct RankFold {
   int rank_class(int rank) const { return rank % period; }
   bool represents(int rank) const { return rank < period; }
   std::uint32_t members() const { return static_cast<std::uint32_t>(ranks / period); }  // per class
-  int shifted(int rank) const { return (rank + period) % ranks; }  // the translation itself
+  static constexpr int generators = 2;
+  int moved(int rank, int generator) const;  // where a generator takes a rank
   // `hops` with every link replaced by its class representative (into `out`, returned).
   std::span<const Hop> fold_hops(std::span<const Hop> hops, std::vector<Hop>& out) const;
   // Per-link bytes or loads of the quotient (at representatives) expanded to every link.
