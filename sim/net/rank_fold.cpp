@@ -9,8 +9,10 @@
 #include "nccl_rings.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <deque>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 
 namespace basp {
@@ -189,6 +191,8 @@ struct TrafficIndex {
 
 TrafficIndex index_traffic(const Topology& topo, const TrafficGroups& t, int ranks) {
   TrafficIndex x{membership(*t.groups, ranks), {}};
+  for (std::size_t r = 0; r < x.m.group.size(); ++r)
+    if (x.m.group[r] < 0) throw std::logic_error("choose_fold: rank " + std::to_string(r) + " is in no group");
   if (t.traffic == GroupTraffic::nccl_rings) {
     for (const auto& g : *t.groups) {
       const Rings rings = nccl_rings(topo, g);
@@ -203,11 +207,6 @@ TrafficIndex index_traffic(const Topology& topo, const TrafficGroups& t, int ran
 bool traffic_kept(const TrafficGroups& t, const TrafficIndex& x, const std::vector<int>& moved, std::string& why) {
   const auto& groups = *t.groups;
   const Membership& m = x.m;
-  for (std::size_t r = 0; r < m.group.size(); ++r)
-    if (m.group[r] < 0) {
-      why = "rank " + std::to_string(r) + " is in no group";
-      return false;
-    }
   for (const auto& g : groups) {
     const int image = m.group[moved[g[0]]];
     for (std::size_t i = 0; i < g.size(); ++i) {
@@ -324,52 +323,69 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
     std::vector<TrafficIndex> indexed;
     for (const TrafficGroups& t : traffic) indexed.push_back(index_traffic(topo, t, ranks));
     const int nodes = topo.nodes, per_node = topo.gpus_per_node;
-    std::map<std::pair<int, int>, std::vector<int>> verified;  // (step, block) -> link image ({}: not one)
-    why = "no move of whole nodes maps the cluster onto itself";
-    for (int step = 1; step < nodes; ++step) {
-      if (nodes % step != 0) continue;
-      for (int block = step; block < nodes; block += step) {
-        if (nodes % block != 0) continue;
-        RankFold f;
-        f.ranks = ranks;
-        f.period = step * per_node;
-        f.gpus_per_node = per_node;
-        f.step_nodes = step;
-        f.block_nodes = block;
-        // Generators: blocks move on by one block; nodes rotate by `step` within each block.
-        std::vector<std::pair<int, int>> generators{{block, block}};
-        if (step < block) generators.push_back({step, block});
-        std::string broke;
-        bool kept = true;
-        for (std::size_t k = 0; kept && k < generators.size(); ++k) {
-          std::vector<int> moved(ranks);
-          for (int r = 0; r < ranks; ++r) moved[r] = f.moved(r, static_cast<int>(k));
-          for (std::size_t t = 0; kept && t < traffic.size(); ++t) kept = traffic_kept(traffic[t], indexed[t], moved, broke);
-        }
-        if (!kept) {
-          why = describe(step, block, nodes) + " in topology only: " + broke;
-          continue;
-        }
-        std::vector<std::vector<int>> images;
-        for (std::size_t k = 0; kept && k < generators.size(); ++k) {
-          auto [it, fresh] = verified.try_emplace(generators[k]);
-          if (fresh) {
-            std::vector<int> node_map(nodes);
-            for (int n = 0; n < nodes; ++n) node_map[n] = f.moved(n * per_node, static_cast<int>(k)) / per_node;
-            it->second = node_permutation_links(topo, adj, node_map, broke);
-          }
-          kept = !it->second.empty();
-          if (kept) images.push_back(it->second);
-        }
-        if (!kept) continue;
-        const int members = nodes / step;
-        f.link_rep.assign(topo.link_count(), -1);
-        f.link_load.assign(topo.link_count(), 0);
-        link_classes_of(images, members, f);
-        c.use = {"classes", describe(step, block, nodes), f.period, f.link_classes, members};
-        c.fold = std::move(f);
-        return c;
+    auto fold_for = [&](int step, int block) {
+      RankFold f;
+      f.ranks = ranks;
+      f.period = step * per_node;
+      f.gpus_per_node = per_node;
+      f.step_nodes = step;
+      f.block_nodes = block;
+      return f;
+    };
+    std::string broke;
+    auto traffic_ok = [&](const RankFold& f, int generator) {
+      std::vector<int> moved(ranks);
+      for (int r = 0; r < ranks; ++r) moved[r] = f.moved(r, generator);
+      for (std::size_t t = 0; t < traffic.size(); ++t)
+        if (!traffic_kept(traffic[t], indexed[t], moved, broke)) return false;
+      return true;
+    };
+    std::map<std::pair<int, int>, std::vector<int>> verified;  // (step, block) -> link image ({}: none)
+    auto topology_image = [&](const RankFold& f, int generator) -> const std::vector<int>& {
+      const std::pair key = generator == 0 ? std::pair{f.block_nodes, f.block_nodes} : std::pair{f.step_nodes, f.block_nodes};
+      auto [it, fresh] = verified.try_emplace(key);
+      if (fresh) {
+        std::vector<int> node_map(nodes);
+        for (int n = 0; n < nodes; ++n) node_map[n] = f.moved(n * per_node, generator) / per_node;
+        std::string ignored;
+        it->second = node_permutation_links(topo, adj, node_map, ignored);
       }
+      return it->second;
+    };
+    // The shifts of whole nodes that keep the topology, and those that keep the traffic, are each
+    // the multiples of their smallest (a subgroup of the cyclic shifts), so the smallest shift
+    // keeping both is the least common multiple of the two smallest. Misaligned shifts fail fast
+    // on the topology, so that is tried first.
+    int topology_shift = 0, traffic_shift = 0;
+    for (int b = 1; b < nodes && !topology_shift; ++b)
+      if (nodes % b == 0 && !topology_image(fold_for(b, b), 0).empty()) topology_shift = b;
+    for (int b = 1; b < nodes && !traffic_shift; ++b)
+      if (nodes % b == 0 && traffic_ok(fold_for(b, b), 0)) traffic_shift = b;
+    why = !topology_shift ? "no shift of whole nodes maps the cluster onto itself"
+                          : "the cluster repeats every " + std::to_string(topology_shift) +
+                                " nodes, but no shift of whole nodes keeps the traffic (" + broke + ")";
+    const int period = topology_shift && traffic_shift ? std::lcm(topology_shift, traffic_shift) : nodes;
+    // Finer: rotate nodes by `step` within blocks of D nodes that shift (D a multiple of the period).
+    // Rings usually forbid it; an all-to-all seldom does. Traffic first: it fails fast here.
+    for (int step = 1; step < nodes && period < nodes; ++step) {
+      if (nodes % step != 0) continue;
+      int block = step % period == 0 ? step : 0;
+      for (int d = period; !block && d < nodes; d += period)
+        if (nodes % d == 0 && d % step == 0 && d > step) {
+          const RankFold f = fold_for(step, d);
+          if (traffic_ok(f, 1) && !topology_image(f, 1).empty()) block = d;
+        }
+      if (!block) continue;
+      RankFold f = fold_for(step, block);
+      std::vector<std::vector<int>> images{topology_image(fold_for(block, block), 0)};
+      if (step < block) images.push_back(topology_image(f, 1));
+      const int members = nodes / step;
+      f.link_rep.assign(topo.link_count(), -1);
+      f.link_load.assign(topo.link_count(), 0);
+      link_classes_of(images, members, f);
+      c.use = {"classes", describe(step, block, nodes), f.period, f.link_classes, members};
+      c.fold = std::move(f);
+      return c;
     }
   }
   if (mode == EngineMode::classes)

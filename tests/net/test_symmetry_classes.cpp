@@ -103,7 +103,7 @@ TEST_CASE("classes: what breaks the symmetry falls back to the full engine, and 
   CHECK_THAT(why(simulate_collective(hashed, a2a)), Catch::Contains("full: hashed ECMP"));
   // An uneven last leaf (4 + 2 nodes): no shift by whole nodes maps leaves onto leaves.
   const Topology uneven = load_topology("dgx-h100", {.nodes = 6, .nodes_per_leaf = 4, .spines = 2});
-  CHECK_THAT(why(simulate_collective(uneven, a2a)), Catch::Contains("full: no move of whole nodes"));
+  CHECK_THAT(why(simulate_collective(uneven, a2a)), Catch::Contains("full: no shift of whole nodes"));
   // Part of the cluster.
   CollectiveSpec part = a2a;
   part.ranks = 16;
