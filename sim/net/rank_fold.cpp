@@ -148,7 +148,7 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
 // flow crosses its class once: members over the orbit's size (a link the group fixes, such as a
 // core link above fixed pods, carries every member's load).
 void link_classes_of(const std::vector<std::vector<int>>& link_images, int members, RankFold& fold) {
-  const std::size_t links = fold.link_rep.size();
+  const std::size_t links = link_images.front().size();
   std::vector<int> parent(links);
   for (std::size_t l = 0; l < links; ++l) parent[l] = static_cast<int>(l);
   auto find = [&](int l) {
@@ -160,13 +160,24 @@ void link_classes_of(const std::vector<std::vector<int>>& link_images, int membe
       const int a = find(static_cast<int>(l)), b = find(image[l]);
       if (a != b) parent[std::max(a, b)] = std::min(a, b);  // roots stay the smallest ids
     }
-  std::vector<int> size(links, 0);
-  for (std::size_t l = 0; l < links; ++l) ++size[fold.link_rep[l] = find(static_cast<int>(l))];
-  fold.link_classes = 0;
+  fold.link_class.assign(links, -1);
+  fold.class_link.clear();
+  std::vector<int> size;
   for (std::size_t l = 0; l < links; ++l) {
-    fold.link_classes += fold.link_rep[l] == static_cast<int>(l);
-    fold.link_load[l] = static_cast<std::uint32_t>(members / size[fold.link_rep[l]]);
+    const int root = find(static_cast<int>(l));
+    if (root == static_cast<int>(l)) {  // roots come first in id order
+      fold.link_class[l] = static_cast<int>(fold.class_link.size());
+      fold.class_link.push_back(root);
+      size.push_back(0);
+    } else {
+      fold.link_class[l] = fold.link_class[root];
+    }
+    ++size[fold.link_class[l]];
   }
+  fold.link_classes = static_cast<int>(fold.class_link.size());
+  fold.link_load.resize(links);
+  for (std::size_t l = 0; l < links; ++l)
+    fold.link_load[l] = static_cast<std::uint32_t>(members / size[fold.link_class[l]]);
 }
 
 // Group index and position of every rank (-1: in no group).
@@ -278,23 +289,24 @@ RankFold RankFold::identity(int ranks) {
 }
 
 std::span<const Hop> RankFold::fold_hops(std::span<const Hop> hops, std::vector<Hop>& out) const {
-  if (link_rep.empty()) return hops;
+  if (link_class.empty()) return hops;
   out.assign(hops.begin(), hops.end());
-  for (Hop& h : out) h.link = link_rep[h.link];
+  for (Hop& h : out) h.link = link_class[h.link];
   return out;
 }
 
-std::vector<double> RankFold::expand_links(const std::vector<double>& per_link) const {
-  if (link_rep.empty()) return per_link;
-  std::vector<double> out(per_link.size());
-  for (std::size_t l = 0; l < out.size(); ++l) out[l] = per_link[link_rep[l]] * link_load[l];
+std::vector<double> RankFold::expand_links(const std::vector<double>& per_class) const {
+  if (link_class.empty()) return per_class;
+  std::vector<double> out(link_class.size());
+  for (std::size_t l = 0; l < out.size(); ++l) out[l] = per_class[link_class[l]] * link_load[l];
   return out;
 }
 
-std::vector<double> RankFold::quotient_capacities(std::vector<double> capacity_Bps) const {
-  if (link_rep.empty()) return capacity_Bps;
-  for (std::size_t l = 0; l < capacity_Bps.size(); ++l) capacity_Bps[l] /= link_load[l];
-  return capacity_Bps;
+std::vector<double> RankFold::quotient_capacities(const std::vector<double>& capacity_Bps) const {
+  if (link_class.empty()) return capacity_Bps;
+  std::vector<double> out(class_link.size());
+  for (std::size_t c = 0; c < out.size(); ++c) out[c] = capacity_Bps[class_link[c]] / link_load[class_link[c]];
+  return out;
 }
 
 RunStats RankFold::expand_stats(RunStats s) const {
@@ -380,8 +392,6 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
       std::vector<std::vector<int>> images{topology_image(fold_for(block, block), 0)};
       if (step < block) images.push_back(topology_image(f, 1));
       const int members = nodes / step;
-      f.link_rep.assign(topo.link_count(), -1);
-      f.link_load.assign(topo.link_count(), 0);
       link_classes_of(images, members, f);
       c.use = {"classes", describe(step, block, nodes), f.period, f.link_classes, members};
       c.fold = std::move(f);

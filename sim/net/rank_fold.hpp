@@ -34,7 +34,9 @@ struct RankFold {
   int period = 0;  // representatives 0..period-1; rank r is in the class of r mod period
   int gpus_per_node = 1;
   int step_nodes = 0, block_nodes = 0;
-  std::vector<int> link_rep;  // link id -> representative link id of its class (empty: unfolded)
+  // Links of the quotient's engine are classes 0..link_classes-1 (unfolded: the links themselves).
+  std::vector<int> link_class;  // link id -> its class (empty: unfolded)
+  std::vector<int> class_link;  // class -> its representative, the smallest link id of the class
   std::vector<std::uint32_t> link_load;  // link id -> translates of a representative hop it carries
   int link_classes = 0;
 
@@ -46,12 +48,14 @@ struct RankFold {
   std::uint32_t members() const { return static_cast<std::uint32_t>(ranks / period); }  // per class
   static constexpr int generators = 2;
   int moved(int rank, int generator) const;  // where a generator takes a rank
-  // `hops` with every link replaced by its class representative (into `out`, returned).
+  int engine_link(int link) const { return link_class.empty() ? link : link_class[link]; }
+  int topology_link(int engine_link) const { return class_link.empty() ? engine_link : class_link[engine_link]; }
+  // `hops` on the engine's links (into `out`, returned).
   std::span<const Hop> fold_hops(std::span<const Hop> hops, std::vector<Hop>& out) const;
-  // Per-link bytes or loads of the quotient (at representatives) expanded to every link.
-  std::vector<double> expand_links(const std::vector<double>& per_link) const;
-  // The capacities the quotient's engine runs on (by link id).
-  std::vector<double> quotient_capacities(std::vector<double> capacity_Bps) const;
+  // Per-class bytes of the quotient's engine, expanded to every link of the topology.
+  std::vector<double> expand_links(const std::vector<double>& per_class) const;
+  // The capacities the quotient's engine runs on, by class, from the topology's by link id.
+  std::vector<double> quotient_capacities(const std::vector<double>& capacity_Bps) const;
   // Counts of the quotient's run as the whole cluster's: flows, events and refills times members
   // (batches and solves are shared by a class, so they stay).
   RunStats expand_stats(RunStats quotient) const;

@@ -59,7 +59,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
     std::vector<int> ids;
     for (const LinkUse& u : busiest_links(run.topo, fold.expand_links(engine.link_bytes()),
                                           std::max(run.options.busiest_links, 16), 0.0))
-      ids.push_back(fold.link_rep.empty() ? u.link : fold.link_rep[u.link]);
+      ids.push_back(fold.engine_link(u.link));
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     engine.watch_links(ids);
@@ -84,7 +84,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.class_bytes = bytes_per_link_class(run.topo, link_bytes);
   if (trace) {
     const int traced = run.options.trace_ranks > 0 ? std::min(run.options.trace_ranks, ranks) : ranks;
-    trace->add_run(to_string(strategy), run_index, run.topo, engine, tasks, traced, fold.link_load);
+    trace->add_run(to_string(strategy), run_index, run.topo, engine, tasks, traced, fold);
   }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;

@@ -33,7 +33,7 @@ void TraceWriter::event_prefix() {
 }
 
 void TraceWriter::add_run(std::string_view strategy, int run_index, const Topology& topo, const Engine& engine,
-                          const StepTasks& tasks, int ranks, std::span<const std::uint32_t> link_load) {
+                          const StepTasks& tasks, int ranks, const RankFold& fold) {
   constexpr const char* streams[] = {"compute", "sequence-parallel exchange", "ZeRO gather", "ZeRO reduce"};
   const long base = long(run_index) * pids_per_run;
   for (int r = 0; r < ranks; ++r) {
@@ -65,12 +65,13 @@ void TraceWriter::add_run(std::string_view strategy, int run_index, const Topolo
   out_ << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << net << ",\"args\":{\"name\":"
        << quoted(std::string(strategy) + " · network (link utilization)") << "}}";
   for (const LinkSample& s : engine.link_samples()) {
-    const Link& l = topo.link(int(s.link));
+    const int id = fold.topology_link(int(s.link));
+    const Link& l = topo.link(id);
     event_prefix();
     out_ << "{\"ph\":\"C\",\"pid\":" << net << ",\"name\":"
          << quoted(topo.vertex(l.from).name + " -> " + topo.vertex(l.to).name) << ",\"ts\":" << number(s.time_s * 1e6)
          << ",\"args\":{\"utilization\":"
-         << number(s.load_Bps * (link_load.empty() ? 1 : link_load[s.link]) / l.capacity_Bps) << "}}";
+         << number(s.load_Bps * (fold.link_load.empty() ? 1 : fold.link_load[id]) / l.capacity_Bps) << "}}";
   }
 }
 

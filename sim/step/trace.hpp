@@ -3,12 +3,11 @@
 #pragma once
 
 #include "engine.hpp"
+#include "rank_fold.hpp"
 #include "topology.hpp"
 #include "step_graph.hpp"
 
 #include <iosfwd>
-#include <cstdint>
-#include <span>
 #include <string_view>
 
 namespace basp {
@@ -16,10 +15,10 @@ namespace basp {
 class TraceWriter {
  public:
   explicit TraceWriter(std::ostream& out);
-  // One simulated step: `ranks` first ranks' spans, and the link samples the engine recorded
-  // (on a quotient, multiplied by each representative link's link_load).
+  // One simulated step: `ranks` first ranks' spans, and the link samples the engine recorded (on a
+  // quotient: of link classes, shown as their representative links).
   void add_run(std::string_view strategy, int run_index, const Topology& topo, const Engine& engine,
-               const StepTasks& tasks, int ranks, std::span<const std::uint32_t> link_load = {});
+               const StepTasks& tasks, int ranks, const RankFold& fold);
   void finish();  // closes the JSON document
 
  private:
