@@ -55,6 +55,7 @@ int run_topo(const TopoArgs& a) {
       j["routes"].push_back({{"label", r.label}, {"src_rank", r.src_rank}, {"dst_rank", r.dst_rank},
                              {"path", r.path}, {"latency_s", r.latency_s}, {"bottleneck_Bps", r.bottleneck_Bps}});
     j["unused_link_classes"] = s.unused_classes;
+    j["unused_link_classes_checked_to"] = s.unused_scope;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -85,7 +86,8 @@ int run_topo(const TopoArgs& a) {
     std::printf("  %-22s rank %d -> %d: %s  (latency %s, bottleneck %s)\n", r.label.c_str(), r.src_rank,
                 r.dst_rank, r.path.c_str(), format_time(r.latency_s).c_str(), format_bandwidth(r.bottleneck_Bps).c_str());
   for (const auto& cls : s.unused_classes)
-    std::printf("  (no route from rank 0 crosses a %s link with this routing)\n", cls.c_str());
+    std::printf("  (no route from rank 0 to %s crosses a %s link with this routing)\n", s.unused_scope.c_str(),
+                cls.c_str());
   return 0;
 }
 

@@ -125,9 +125,26 @@ TopologySummary summarize(const Topology& topo) {
     for (const Hop& h : router.route(r.src_rank, r.dst_rank).hops) shown.insert(topo.link(h.link).cls);
   std::set<LinkClass> present;
   for (int id = 0; id < topo.link_count(); ++id) present.insert(topo.link(id).cls);
+  // Every rank on clusters of up to 64 nodes; beyond, the ranks of nodes 0, 1, 2, 4, 8, ... and
+  // the last (each tier of a template is reached by some of them; a route per rank would cost a
+  // shortest-path search per rank).
+  std::vector<int> targets;
+  const int per_node = std::max(1, topo.gpus_per_node);
+  if (topo.nodes <= 64) {
+    for (int dst = s.gpus - 1; dst > 0; --dst) targets.push_back(dst);
+  } else {
+    s.unused_scope = "the ranks of nodes 0, 1, 2, 4, ..., " + std::to_string(topo.nodes - 1);
+    std::vector<int> nodes{topo.nodes - 1};
+    for (int n = 1 << 30; n >= 1; n >>= 1)
+      if (n < topo.nodes - 1) nodes.push_back(n);
+    nodes.push_back(0);
+    for (int n : nodes)
+      for (int k = per_node - 1; k >= 0; --k)
+        if (n * per_node + k > 0) targets.push_back(n * per_node + k);
+  }
   for (LinkClass cls : present) {
     if (shown.count(cls)) continue;
-    for (int dst = s.gpus - 1; dst > 0; --dst) {
+    for (int dst : targets) {
       bool uses = false;
       for (const Hop& h : router.route(0, dst).hops) uses = uses || topo.link(h.link).cls == cls;
       if (!uses) continue;

@@ -27,6 +27,7 @@ struct TopologySummary {
   double bisection_Bps = 0.0;          // first half of the ranks -> second half, one direction
   std::vector<ExampleRoute> routes;
   std::vector<std::string> unused_classes;  // link classes no route from rank 0 crosses
+  std::string unused_scope = "any rank";     // the destinations that statement covers
 };
 
 TopologySummary summarize(const Topology& topo);
