@@ -8,7 +8,7 @@
 namespace basp::cli {
 
 void TopologyOptions::add_to(CLI::App& app, const std::string& default_topology) {
-  topology = default_topology;
+  if (topology.empty()) topology = default_topology;  // sweep re-registers on arguments already parsed
   app.add_option("--topology,-t", topology, "Shipped topology name (topologies/NAME.yaml) or a YAML file")
       ->capture_default_str();
   app.add_option("--nodes", overrides.nodes, "Override the number of nodes (template topologies)");

@@ -130,6 +130,29 @@ TEST_CASE("sweep: the cross product of --vary values - one CSV row per combinati
   CHECK(lines[8].rfind("16K,4,basp,paper-a100-2x4,llama-3.2-1b,8,8,16384,4,", 0) == 0);
 }
 
+TEST_CASE("sweep: the fixed flags hold in every row, --topology and --engine too") {
+  // Each combination is parsed again on top of the fixed arguments; the topology once fell back
+  // to the default there.
+  const Run r = basp_cli("sweep --topology dgx-h100 --nodes 8 --sp 16 --vary engine=full,auto --csv", false);
+  REQUIRE(r.code == 0);
+  std::istringstream in(r.out);
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  REQUIRE(lines.size() == 1 + 2 * 2);
+  CHECK(lines[1].rfind("full,ulysses,dgx-h100,llama-3.2-1b,64,16,16384,", 0) == 0);
+  CHECK(lines[4].rfind("auto,basp,dgx-h100,llama-3.2-1b,64,16,16384,", 0) == 0);
+  // Both engines give the same step time (the CSV's 14th column), to rounding.
+  auto step = [&](const std::string& row) {
+    std::istringstream fields(row);
+    std::string field;
+    for (int i = 0; i < 14; ++i) std::getline(fields, field, ',');
+    return std::stod(field);
+  };
+  CHECK(step(lines[3]) == Approx(step(lines[1])).epsilon(1e-9));
+  CHECK(step(lines[4]) == Approx(step(lines[2])).epsilon(1e-9));
+}
+
 TEST_CASE("sweep: an impossible combination is a row with its reason - a bad key exits 2") {
   const Run r = basp_cli("sweep --vary batch=2,3");
   REQUIRE(r.code == 0);

@@ -104,9 +104,9 @@ void finalize_topology(Topology& topo) {
 
   for (int id = 0; id < topo.link_count(); ++id) {
     const Link& l = topo.link(id);
-    const std::string name = g[l.from].name + "->" + g[l.to].name;
-    if (!(l.capacity_Bps > 0.0)) throw InputError(file, 0, name, "link capacity must be > 0");
-    if (!(l.latency_s >= 0.0)) throw InputError(file, 0, name, "link latency must be >= 0");
+    auto name = [&] { return g[l.from].name + "->" + g[l.to].name; };
+    if (!(l.capacity_Bps > 0.0)) throw InputError(file, 0, name(), "link capacity must be > 0");
+    if (!(l.latency_s >= 0.0)) throw InputError(file, 0, name(), "link latency must be >= 0");
   }
 
   // Everything must hang together, or some collective would never finish.
