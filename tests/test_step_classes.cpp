@@ -112,6 +112,13 @@ TEST_CASE("step classes equal the full engine: 1024 GPUs, SP 32, ZeRO over 32") 
   check_same(c);
 }
 
+TEST_CASE("step classes equal the full engine: the three-tier file at its default size (1024 GPUs)") {
+  StepConfig c = job("dgx-h100-3tier", {});
+  c.seq = 16384;  // the simulate defaults but SP: 1024-way Ulysses cannot split 32 heads
+  c.sp = 32;
+  check_same(c);
+}
+
 TEST_CASE("step classes: groups that straddle the period fall back to the full engine, and say so") {
   // System: 2 GB200 NVL72 racks (144 GPUs): the cluster repeats every rack (72 GPUs).
   // Expectations: SP groups of 16 do not tile a rack, so no shift moves them onto groups.
