@@ -121,13 +121,14 @@ TEST_CASE("step classes equal the full engine: the three-tier file at its defaul
 
 TEST_CASE("step classes: groups that straddle the period fall back to the full engine, and say so") {
   // System: 2 GB200 NVL72 racks (144 GPUs): the cluster repeats every rack (72 GPUs).
-  // Expectations: SP groups of 16 do not tile a rack, so no shift moves them onto groups.
+  // Expectations: SP groups of 16 repeat every 2 nodes, the racks every 18: no shift but the
+  // whole cluster keeps both.
   StepConfig c = job("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 18, .spines = 2});
   c.sp = 16;
   c.strategies = {Strategy::ulysses};
   const StepReport r = simulate_step(c);
   CHECK(r.results[0].engine.engine == "full");
-  CHECK_THAT(r.results[0].engine.why, Catch::Contains("groups (16 ranks) do not move onto groups"));
+  CHECK_THAT(r.results[0].engine.why, Catch::Contains("the cluster repeats every 18 nodes and the traffic every 4"));
   c.engine = EngineMode::classes;
   CHECK_THROWS_AS(simulate_step(c), InputError);
 }

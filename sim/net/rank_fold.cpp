@@ -13,7 +13,6 @@
 #include <deque>
 #include <map>
 #include <numeric>
-#include <unordered_map>
 
 namespace basp {
 namespace {
@@ -68,11 +67,13 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
     return std::vector<int>{};
   };
   // Each link of a mapped vertex u goes to a link of image[u]: to the image of its far end when
-  // that is known (in order among parallel links), else to the link in the same position, which
-  // then maps the far end. A far end reached twice with different images breaks the translation.
+  // that is known (the first unused such link, in id order, so parallel links keep their order),
+  // else to the next unused link in id order, which then maps the far end. A far end reached
+  // twice with different images breaks the move; the checks below verify what was derived.
   std::vector<int> link_image(topo.link_count(), -1);
   std::vector<char> used;
-  std::unordered_multimap<VertexId, std::size_t> by_end;
+  std::vector<std::pair<VertexId, std::size_t>> by_end;  // (far end, index in theirs), sorted
+  std::vector<std::size_t> match;
   while (!todo.empty()) {
     const VertexId u = todo.front();
     todo.pop_front();
@@ -82,7 +83,7 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
       if (mine.size() != theirs.size()) return fail(u);
       auto far = [&](int link) { return dir == 0 ? topo.link(link).to : topo.link(link).from; };
       used.assign(theirs.size(), 0);
-      std::vector<std::size_t> match(mine.size(), theirs.size());
+      match.assign(mine.size(), theirs.size());
       by_end.clear();
       for (std::size_t k = 0; k < mine.size(); ++k) {
         const VertexId w = far(mine[k]);
@@ -90,25 +91,29 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
         if (far(theirs[k]) == image[w] && !used[k]) {
           match[k] = k;
         } else {
-          if (by_end.empty())
-            for (std::size_t j = theirs.size(); j-- > 0;) by_end.emplace(far(theirs[j]), j);
-          auto [it, end] = by_end.equal_range(image[w]);
-          while (it != end && used[it->second]) ++it;
-          if (it == end) return fail(u);
+          if (by_end.empty()) {
+            for (std::size_t j = 0; j < theirs.size(); ++j) by_end.push_back({far(theirs[j]), j});
+            std::sort(by_end.begin(), by_end.end());
+          }
+          auto it = std::lower_bound(by_end.begin(), by_end.end(), std::pair{image[w], std::size_t(0)});
+          while (it != by_end.end() && it->first == image[w] && used[it->second]) ++it;
+          if (it == by_end.end() || it->first != image[w]) return fail(u);
           match[k] = it->second;
         }
         used[match[k]] = 1;
       }
+      std::size_t next = 0;  // the next unused link of image[u]
       for (std::size_t k = 0; k < mine.size(); ++k) {
         if (match[k] == theirs.size()) {
-          if (used[k]) return fail(u);
-          match[k] = k;
-          used[k] = 1;
-          const VertexId w = far(mine[k]);
+          while (next < theirs.size() && used[next]) ++next;
+          if (next == theirs.size()) return fail(u);
+          match[k] = next;
+          used[next] = 1;
+          const VertexId w = far(mine[k]), w2 = far(theirs[next]);
           if (image[w] == unmapped) {
-            image[w] = far(theirs[k]);
+            image[w] = w2;
             todo.push_back(w);
-          } else if (image[w] != far(theirs[k])) {
+          } else if (image[w] != w2) {
             return fail(w);
           }
         }
@@ -141,6 +146,18 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
   for (int r = 0; r < ranks; ++r)
     if (image[topo.gpus[r]] != topo.gpus[node_map[r / per_node] * per_node + r % per_node]) return fail(topo.gpus[r]);
   return link_image;
+}
+
+// Every cycle of the permutation `image` has a length dividing `order`.
+bool cycles_divide(const std::vector<int>& image, int order) {
+  std::vector<char> seen(image.size(), 0);
+  for (std::size_t l = 0; l < image.size(); ++l) {
+    if (seen[l]) continue;
+    int length = 0;
+    for (int m = static_cast<int>(l); !seen[m]; m = image[m], ++length) seen[m] = 1;
+    if (order % length != 0) return false;
+  }
+  return true;
 }
 
 // Classes of links: orbits under the generators' link permutations, each named by its smallest id,
@@ -176,8 +193,11 @@ void link_classes_of(const std::vector<std::vector<int>>& link_images, int membe
   }
   fold.link_classes = static_cast<int>(fold.class_link.size());
   fold.link_load.resize(links);
-  for (std::size_t l = 0; l < links; ++l)
-    fold.link_load[l] = static_cast<std::uint32_t>(members / size[fold.link_class[l]]);
+  for (std::size_t l = 0; l < links; ++l) {
+    const int orbit = size[fold.link_class[l]];
+    if (members % orbit != 0) throw std::logic_error("link_classes_of: an orbit does not divide the group");
+    fold.link_load[l] = static_cast<std::uint32_t>(members / orbit);
+  }
 }
 
 // Group index and position of every rank (-1: in no group).
@@ -367,34 +387,58 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
     // The shifts of whole nodes that keep the topology, and those that keep the traffic, are each
     // the multiples of their smallest (a subgroup of the cyclic shifts), so the smallest shift
     // keeping both is the least common multiple of the two smallest. Misaligned shifts fail fast
-    // on the topology, so that is tried first.
+    // on the topology, so that is tried first. The subgroup argument only proposes candidates:
+    // each one used is derived and verified itself below (the derivation may miss automorphisms).
     int topology_shift = 0, traffic_shift = 0;
     for (int b = 1; b < nodes && !topology_shift; ++b)
       if (nodes % b == 0 && !topology_image(fold_for(b, b), 0).empty()) topology_shift = b;
+    std::string traffic_broke;
     for (int b = 1; b < nodes && !traffic_shift; ++b)
       if (nodes % b == 0 && traffic_ok(fold_for(b, b), 0)) traffic_shift = b;
-    why = !topology_shift ? "no shift of whole nodes maps the cluster onto itself"
-                          : "the cluster repeats every " + std::to_string(topology_shift) +
-                                " nodes, but no shift of whole nodes keeps the traffic (" + broke + ")";
+    traffic_broke = broke;
     const int period = topology_shift && traffic_shift ? std::lcm(topology_shift, traffic_shift) : nodes;
+    if (!topology_shift)
+      why = "no shift of whole nodes maps the cluster onto itself";
+    else if (!traffic_shift)
+      why = "the cluster repeats every " + std::to_string(topology_shift) +
+            " nodes, but no shift of whole nodes keeps the traffic (" + traffic_broke + ")";
+    else
+      why = "the cluster repeats every " + std::to_string(topology_shift) + " nodes and the traffic every " +
+            std::to_string(traffic_shift) + ": only a shift by the whole cluster keeps both";
+    // The group of a candidate, when its generators are verified automorphisms that keep the
+    // traffic and, on the links, satisfy the relations of the intended group (each generator's
+    // order, and commuting): then it has `members` elements, as on the nodes, and every link
+    // orbit's size divides it.
+    auto group = [&](int step, int block) -> std::optional<RankFold> {
+      RankFold f = fold_for(step, block);
+      const int generators = step < block ? 2 : 1;
+      std::vector<std::vector<int>> images;
+      for (int k = 0; k < generators; ++k) {
+        if (!traffic_ok(f, k)) return std::nullopt;
+        images.push_back(topology_image(f, k));
+        if (images.back().empty()) return std::nullopt;
+      }
+      const int orders[2] = {nodes / block, block / step};
+      for (int k = 0; k < generators; ++k)
+        if (!cycles_divide(images[k], orders[k])) return std::nullopt;
+      if (generators == 2)
+        for (std::size_t l = 0; l < images[0].size(); ++l)
+          if (images[0][images[1][l]] != images[1][images[0][l]]) return std::nullopt;
+      link_classes_of(images, nodes / step, f);
+      return f;
+    };
     // Finer: rotate nodes by `step` within blocks of D nodes that shift (D a multiple of the period).
     // Rings usually forbid it; an all-to-all seldom does. Traffic first: it fails fast here.
     for (int step = 1; step < nodes && period < nodes; ++step) {
       if (nodes % step != 0) continue;
-      int block = step % period == 0 ? step : 0;
-      for (int d = period; !block && d < nodes; d += period)
-        if (nodes % d == 0 && d % step == 0 && d > step) {
-          const RankFold f = fold_for(step, d);
-          if (traffic_ok(f, 1) && !topology_image(f, 1).empty()) block = d;
-        }
-      if (!block) continue;
-      RankFold f = fold_for(step, block);
-      std::vector<std::vector<int>> images{topology_image(fold_for(block, block), 0)};
-      if (step < block) images.push_back(topology_image(f, 1));
-      const int members = nodes / step;
-      link_classes_of(images, members, f);
-      c.use = {"classes", describe(step, block, nodes), f.period, f.link_classes, members};
-      c.fold = std::move(f);
+      std::optional<RankFold> found;
+      if (step % period == 0) found = group(step, step);
+      for (int d = period; !found && d < nodes; d += period)
+        if (nodes % d == 0 && d % step == 0 && d > step) found = group(step, d);
+      if (!found) continue;
+      c.use = {"classes", describe(found->step_nodes, found->block_nodes, nodes), found->period, found->link_classes,
+               nodes / step};
+      c.fold = std::move(*found);
       return c;
     }
   }

@@ -4,6 +4,7 @@
 #include "collective_run.hpp"
 #include "input_error.hpp"
 #include "rank_fold.hpp"
+#include "helpers.hpp"
 #include "topology_file.hpp"
 
 #include <catch2/catch.hpp>
@@ -38,6 +39,20 @@ void check_same(const Topology& t, CollectiveSpec spec) {
   std::size_t differ = 0;
   for (std::size_t l = 0; l < full.link_bytes.size(); ++l) differ += !close(classes.link_bytes[l], full.link_bytes[l]);
   CHECK(differ == 0);
+}
+
+// The same on both engines, whichever `auto` picks (for topologies where either is right).
+void check_agree(const Topology& t, const CollectiveSpec& base) {
+  CollectiveSpec spec = base;
+  spec.engine = EngineMode::full;
+  const CollectiveResult full = simulate_collective(t, spec);
+  spec.engine = EngineMode::automatic;
+  const CollectiveResult any = simulate_collective(t, spec);
+  INFO(t.name << " op " << collective_info(spec.op).name << ", " << spec.groups << " groups: " << any.engine.engine
+              << ", " << any.engine.why);
+  CHECK(close(any.time_s, full.time_s));
+  REQUIRE(any.link_bytes.size() == full.link_bytes.size());
+  for (std::size_t l = 0; l < full.link_bytes.size(); ++l) CHECK(close(any.link_bytes[l], full.link_bytes[l]));
 }
 
 void check_matrix(const Topology& t) {
@@ -114,6 +129,22 @@ TEST_CASE("classes: what breaks the symmetry falls back to the full engine, and 
   CollectiveSpec demand = a2a;
   demand.engine = EngineMode::classes;
   CHECK_THROWS_AS(simulate_collective(uneven, demand), InputError);
+}
+
+TEST_CASE("classes: moves derived from link order are verified as a group, not trusted") {
+  // Two cases a review built. Swapped switches: moving 3 nodes by one also swaps switches A and
+  // B, so three moves swap them while fixing every node; the link orbits are then twice the
+  // group's size. Link order: node 2 lists its links in another order. Either way, whatever
+  // `auto` runs must give the full engine's results.
+  for (const char* file : {"fold-swapped-switches.yaml", "fold-link-order.yaml"}) {
+    const Topology t = load_topology(basp::test::data(file));
+    for (CollectiveOp op : {CollectiveOp::alltoall, CollectiveOp::allgather, CollectiveOp::sendrecv})
+      for (int groups : {1, static_cast<int>(t.gpus.size()) / 2})
+        check_agree(t, {.op = op, .size_bytes = 16.0 * 1048576, .groups = groups});
+  }
+  // The swapped switches break the cyclic group, so only the full engine is exact there.
+  const Topology swapped = load_topology(basp::test::data("fold-swapped-switches.yaml"));
+  CHECK(simulate_collective(swapped, {.op = CollectiveOp::alltoall, .size_bytes = 1048576}).engine.engine == "full");
 }
 
 TEST_CASE("classes: one slower trunk breaks the translation that would move it") {
