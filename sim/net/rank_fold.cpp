@@ -365,10 +365,18 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
       return f;
     };
     std::string broke;
+    // Sets of the widest groups first: they are the likeliest to break a move, and a check that
+    // passes costs a pass over every group and ring edge.
+    std::vector<std::size_t> order(traffic.size());
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      auto width = [&](std::size_t t) { return traffic[t].groups->empty() ? 0 : traffic[t].groups->front().size(); };
+      return width(a) > width(b);
+    });
+    std::vector<int> moved(ranks);
     auto traffic_ok = [&](const RankFold& f, int generator) {
-      std::vector<int> moved(ranks);
       for (int r = 0; r < ranks; ++r) moved[r] = f.moved(r, generator);
-      for (std::size_t t = 0; t < traffic.size(); ++t)
+      for (std::size_t t : order)
         if (!traffic_kept(traffic[t], indexed[t], moved, broke)) return false;
       return true;
     };
@@ -409,12 +417,22 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
     // traffic and, on the links, satisfy the relations of the intended group (each generator's
     // order, and commuting): then it has `members` elements, as on the nodes, and every link
     // orbit's size divides it.
+    std::map<int, bool> block_traffic;  // block -> its shift keeps the traffic
     auto group = [&](int step, int block) -> std::optional<RankFold> {
       RankFold f = fold_for(step, block);
       const int generators = step < block ? 2 : 1;
+      // The rotation first: it usually fails fast, the block shift passes (slowly) for every block.
+      for (int k = generators - 1; k >= 0; --k) {
+        if (k == 0) {
+          auto [kept, fresh] = block_traffic.try_emplace(block);
+          if (fresh) kept->second = traffic_ok(f, 0);
+          if (!kept->second) return std::nullopt;
+        } else if (!traffic_ok(f, k)) {
+          return std::nullopt;
+        }
+      }
       std::vector<std::vector<int>> images;
       for (int k = 0; k < generators; ++k) {
-        if (!traffic_ok(f, k)) return std::nullopt;
         images.push_back(topology_image(f, k));
         if (images.back().empty()) return std::nullopt;
       }
