@@ -336,7 +336,18 @@ RunStats RankFold::expand_stats(RunStats s) const {
   return s;
 }
 
-FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic) {
+struct MoveCache::State {
+  const Topology* topo = nullptr;
+  std::size_t links = 0;  // with topo: the identity of the topology cached
+  Adjacency adj;
+  std::map<std::pair<int, int>, std::vector<int>> verified;  // (step, block) -> link image ({}: none)
+};
+
+MoveCache::MoveCache() = default;
+MoveCache::~MoveCache() = default;
+
+FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic,
+                       MoveCache* cache) {
   FoldChoice c{RankFold::identity(ranks), {}};
   c.use.rank_classes = ranks;
   c.use.link_classes = topo.link_count();
@@ -351,7 +362,15 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
   } else if (topo.nodes < 2 || topo.gpus_per_node < 1) {
     why = "a single node has no translation";
   } else {
-    const Adjacency adj = adjacency(topo);
+    MoveCache local;
+    MoveCache& moves = cache ? *cache : local;
+    if (!moves.state || moves.state->topo != &topo || moves.state->links != topo.links.size()) {
+      moves.state = std::make_unique<MoveCache::State>();
+      moves.state->topo = &topo;
+      moves.state->links = topo.links.size();
+      moves.state->adj = adjacency(topo);
+    }
+    const Adjacency& adj = moves.state->adj;
     std::vector<TrafficIndex> indexed;
     for (const TrafficGroups& t : traffic) indexed.push_back(index_traffic(topo, t, ranks));
     const int nodes = topo.nodes, per_node = topo.gpus_per_node;
@@ -380,7 +399,7 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
         if (!traffic_kept(traffic[t], indexed[t], moved, broke)) return false;
       return true;
     };
-    std::map<std::pair<int, int>, std::vector<int>> verified;  // (step, block) -> link image ({}: none)
+    auto& verified = moves.state->verified;
     auto topology_image = [&](const RankFold& f, int generator) -> const std::vector<int>& {
       const std::pair key = generator == 0 ? std::pair{f.block_nodes, f.block_nodes} : std::pair{f.step_nodes, f.block_nodes};
       auto [it, fresh] = verified.try_emplace(key);

@@ -15,6 +15,8 @@
 #include "topology.hpp"
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -86,9 +88,21 @@ struct FoldChoice {
   EngineUse use;
 };
 
+// What choose_fold derives about a topology's node moves, kept for further calls on the same
+// topology, which must not change in between (each strategy of a run folds the same cluster;
+// only the traffic differs).
+class MoveCache {
+ public:
+  MoveCache();
+  ~MoveCache();
+  struct State;
+  std::unique_ptr<State> state;
+};
+
 // The finest exact translation for `mode` (automatic: classes when one exists, else the full
 // engine with the reason). Throws InputError (field "--engine") when classes are demanded and none
 // exists. `ranks` are the job's ranks 0..ranks-1, node-major on topo.gpus.
-FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic);
+FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic,
+                       MoveCache* cache = nullptr);
 
 }  // namespace basp

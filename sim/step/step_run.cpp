@@ -24,6 +24,7 @@ struct Run {
   const StepConfig& config;
   const ZeroPlan& zero;
   const StepOptions& options;
+  MoveCache& moves;  // the topology's node moves, derived once for all strategies
 };
 
 // Transformer layers to build: all of them, the configured window, or the smallest window that
@@ -47,7 +48,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   const StepCosts costs = step_costs(run.cost, res.layout, run.zero);
   const ZeroGroups groups = zero_groups(ranks, run.zero);
   const FoldChoice choice =
-      choose_fold(run.config.engine, run.topo, ranks, step_traffic(res.layout, groups));
+      choose_fold(run.config.engine, run.topo, ranks, step_traffic(res.layout, groups), &run.moves);
   const RankFold& fold = choice.fold;
   res.engine = choice.use;
   res.layers_simulated = layers_to_simulate(run, res.layout, fold);
@@ -126,7 +127,8 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, gpu, rep.calibration.compute};
-  const Run run{rep.topology, rep.model, gpu, cost, c, zero, options};
+  MoveCache moves;
+  const Run run{rep.topology, rep.model, gpu, cost, c, zero, options, moves};
 
   // Every layout is checked before anything is simulated, so bad input fails fast.
   for (Strategy s : c.strategies) make_layout(c, rep.model, s, c.gpus, rep.topology.gpus_per_node);
