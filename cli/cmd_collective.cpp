@@ -122,13 +122,14 @@ int run_collective(const CollectiveArgs& a) {
   }
   if (a.format.format() == Format::csv) {
     std::cout << "op,topology,ranks,groups,group_size,placement,size_bytes,time_s,algbw_Bps,busbw_Bps,"
-                 "nic_bytes,flows,events,solves,wall_s\n";
+                 "nic_bytes,flows,events,solves,engine,wall_s\n";
     for (const Row& row : rows) {
       const auto& r = row.r;
-      std::printf("%s,%s,%d,%d,%d,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%llu,%llu,%llu,%.6f\n", a.op.c_str(),
+      std::printf("%s,%s,%d,%d,%d,%s,%.17g,%.17g,%.17g,%.17g,%.17g,%llu,%llu,%llu,%s,%.6f\n", a.op.c_str(),
                   topo.name.c_str(), r.ranks, r.groups, r.group_size, a.placement.c_str(), row.size, r.time_s,
                   r.algbw_Bps, r.busbw_Bps, row.nic_bytes, (unsigned long long)r.stats.flows,
-                  (unsigned long long)r.stats.events, (unsigned long long)r.stats.solves, r.wall_s);
+                  (unsigned long long)r.stats.events, (unsigned long long)r.stats.solves, r.engine.engine.c_str(),
+                  r.wall_s);
     }
     return 0;
   }

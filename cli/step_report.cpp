@@ -160,7 +160,7 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
 std::string csv_header() {
   return "strategy,topology,model,gpus,sp,seq,batch,zero,zero_group,checkpointing,a2a_group_size,ring_size,step_s,"
          "compute_s,a2a_s,a2a_exposed_s,a2a_share,zero_comm_s,zero_exposed_s,memory_per_gpu_bytes,fits,"
-         "tokens_per_s,mfu,speedup_vs_ulysses,wall_s";
+         "tokens_per_s,mfu,speedup_vs_ulysses,engine,wall_s";
 }
 
 std::string csv_row(const StepReport& rep, const StrategyResult& r) {
@@ -177,7 +177,7 @@ std::string csv_row(const StepReport& rep, const StrategyResult& r) {
     std::snprintf(buf, sizeof buf, "%.17g", *r.speedup_vs_ulysses);
     row += buf;
   }
-  row += "," + fixed(r.wall_s, 3);
+  row += "," + r.engine.engine + "," + fixed(r.wall_s, 3);
   return row;
 }
 
@@ -229,9 +229,12 @@ void print_table(const StepReport& rep, bool links) {
                 r.engine.engine.c_str(), r.engine.rank_classes, r.engine.rank_classes == 1 ? "" : "s",
                 r.engine.link_classes, r.engine.why.c_str());
   std::printf("# simulated in");
-  for (const StrategyResult& r : rep.results)
-    std::printf(" %s %.2f s (%llu flows)", std::string(to_string(r.strategy)).c_str(), r.wall_s,
+  for (const StrategyResult& r : rep.results) {
+    std::printf(" %s %.2f s (%llu flows", std::string(to_string(r.strategy)).c_str(), r.wall_s,
                 (unsigned long long)r.stats.flows);
+    if (r.engine.members > 1) std::printf(", %llu built", (unsigned long long)(r.stats.flows / r.engine.members));
+    std::printf(")");
+  }
   std::printf("\n");
 }
 

@@ -70,7 +70,9 @@ TEST_CASE("simulate: --csv prints a header and one row per strategy") {
   while (std::getline(in, line)) lines.push_back(line);
   REQUIRE(lines.size() == 4);
   CHECK(lines[0].rfind("strategy,topology,model,", 0) == 0);
+  CHECK(lines[0].substr(lines[0].size() - 14) == ",engine,wall_s");
   CHECK(lines[3].rfind("sp-dp,paper-a100-2x4,llama-3.2-1b,8,8,16384,2,", 0) == 0);
+  CHECK_THAT(lines[3], Catch::Contains(",classes,"));  // two nodes on one switch fold
 }
 
 TEST_CASE("simulate: --trace writes valid trace-event JSON with GPU streams and link counters") {

@@ -264,8 +264,9 @@ bool traffic_kept(const TrafficGroups& t, const TrafficIndex& x, const std::vect
   return true;
 }
 
+std::string count(int nodes) { return std::to_string(nodes) + (nodes == 1 ? " node" : " nodes"); }
+
 std::string describe(int step, int block, int nodes) {
-  auto count = [](int n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); };
   if (step == block || block == nodes) return "the cluster and the traffic repeat every " + count(step);
   return "the cluster and the traffic repeat every " + count(block) + ", and rotating the nodes of each block by " +
          count(step) + " keeps them";
@@ -427,11 +428,11 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
     if (!topology_shift)
       why = "no shift of whole nodes maps the cluster onto itself";
     else if (!traffic_shift)
-      why = "the cluster repeats every " + std::to_string(topology_shift) +
-            " nodes, but no shift of whole nodes keeps the traffic (" + traffic_broke + ")";
+      why = "the cluster repeats every " + count(topology_shift) + ", but no shift of whole nodes keeps the traffic (" +
+            traffic_broke + ")";
     else
-      why = "the cluster repeats every " + std::to_string(topology_shift) + " nodes and the traffic every " +
-            std::to_string(traffic_shift) + ": only a shift by the whole cluster keeps both";
+      why = "the cluster repeats every " + count(topology_shift) + " and the traffic every " + count(traffic_shift) +
+            ": only a shift by the whole cluster keeps both";  // their lcm is the node count
     // The group of a candidate, when its generators are verified automorphisms that keep the
     // traffic and, on the links, satisfy the relations of the intended group (each generator's
     // order, and commuting): then it has `members` elements, as on the nodes, and every link
@@ -466,6 +467,9 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
     };
     // Finer: rotate nodes by `step` within blocks of D nodes that shift (D a multiple of the period).
     // Rings usually forbid it; an all-to-all seldom does. Traffic first: it fails fast here.
+    if (period < nodes)  // kept unless a candidate below is verified
+      why = "the cluster and the traffic repeat every " + count(period) +
+            ", but no move of that kind was verified as a group (docs/symmetry.md, \"Which group\")";
     for (int step = 1; step < nodes && period < nodes; ++step) {
       if (nodes % step != 0) continue;
       std::optional<RankFold> found;
