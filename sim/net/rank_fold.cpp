@@ -42,9 +42,8 @@ Adjacency adjacency(const Topology& topo) {
   return a;
 }
 
-// The link permutation induced by moving node n to node_map[n], or empty with the reason.
-std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& adj, const std::vector<int>& node_map,
-                                        std::string& why) {
+// The link permutation induced by moving node n to node_map[n]; empty when that is no automorphism.
+std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& adj, const std::vector<int>& node_map) {
   const Graph& g = topo.graph;
   const std::size_t n = boost::num_vertices(g);
   const int nodes = topo.nodes;
@@ -53,19 +52,12 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
   for (int node = 0; node < nodes; ++node) {
     const auto& mine = adj.node_vertices[node];
     const auto& theirs = adj.node_vertices[node_map[node]];
-    if (mine.size() != theirs.size()) {
-      why = "nodes " + std::to_string(node) + " and " + std::to_string(node_map[node]) + " differ in devices";
-      return {};
-    }
+    if (mine.size() != theirs.size()) return {};
     for (std::size_t k = 0; k < mine.size(); ++k) {
       image[mine[k]] = theirs[k];
       todo.push_back(mine[k]);
     }
   }
-  auto fail = [&](VertexId v) {
-    why = "moving nodes does not map " + g[v].name + "'s links onto a like device's";
-    return std::vector<int>{};
-  };
   // Each link of a mapped vertex u goes to a link of image[u]: to the image of its far end when
   // that is known (the first unused such link, in id order, so parallel links keep their order),
   // else to the next unused link in id order, which then maps the far end. A far end reached
@@ -80,7 +72,7 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
     for (int dir = 0; dir < 2; ++dir) {
       const auto& mine = dir == 0 ? adj.out[u] : adj.in[u];
       const auto& theirs = dir == 0 ? adj.out[image[u]] : adj.in[image[u]];
-      if (mine.size() != theirs.size()) return fail(u);
+      if (mine.size() != theirs.size()) return {};
       auto far = [&](int link) { return dir == 0 ? topo.link(link).to : topo.link(link).from; };
       used.assign(theirs.size(), 0);
       match.assign(mine.size(), theirs.size());
@@ -97,7 +89,7 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
           }
           auto it = std::lower_bound(by_end.begin(), by_end.end(), std::pair{image[w], std::size_t(0)});
           while (it != by_end.end() && it->first == image[w] && used[it->second]) ++it;
-          if (it == by_end.end() || it->first != image[w]) return fail(u);
+          if (it == by_end.end() || it->first != image[w]) return {};
           match[k] = it->second;
         }
         used[match[k]] = 1;
@@ -106,7 +98,7 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
       for (std::size_t k = 0; k < mine.size(); ++k) {
         if (match[k] == theirs.size()) {
           while (next < theirs.size() && used[next]) ++next;
-          if (next == theirs.size()) return fail(u);
+          if (next == theirs.size()) return {};
           match[k] = next;
           used[next] = 1;
           const VertexId w = far(mine[k]), w2 = far(theirs[next]);
@@ -114,11 +106,11 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
             image[w] = w2;
             todo.push_back(w);
           } else if (image[w] != w2) {
-            return fail(w);
+            return {};
           }
         }
         int& li = link_image[mine[k]];
-        if (li >= 0 && li != theirs[match[k]]) return fail(u);
+        if (li >= 0 && li != theirs[match[k]]) return {};
         li = theirs[match[k]];
       }
     }
@@ -126,25 +118,25 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
   std::vector<char> hit(n, 0);
   for (VertexId v = 0; v < n; ++v) {
     const VertexId w = image[v];
-    if (w == unmapped || hit[w]) return fail(v);
+    if (w == unmapped || hit[w]) return {};
     hit[w] = 1;
     const Vertex &a = g[v], &b = g[w];
-    if (a.kind != b.kind || a.rail != b.rail || (a.node < 0) != (b.node < 0)) return fail(v);
-    if ((a.nic < 0) != (b.nic < 0) || (a.nic >= 0 && image[VertexId(a.nic)] != VertexId(b.nic))) return fail(v);
+    if (a.kind != b.kind || a.rail != b.rail || (a.node < 0) != (b.node < 0)) return {};
+    if ((a.nic < 0) != (b.nic < 0) || (a.nic >= 0 && image[VertexId(a.nic)] != VertexId(b.nic))) return {};
   }
   std::vector<char> link_hit(topo.link_count(), 0);
   for (int l = 0; l < topo.link_count(); ++l) {
     const int l2 = link_image[l];
-    if (l2 < 0 || link_hit[l2]) return fail(topo.link(l).from);
+    if (l2 < 0 || link_hit[l2]) return {};
     link_hit[l2] = 1;
     const Link &a = topo.link(l), &b = topo.link(l2);
     if (image[a.from] != b.from || image[a.to] != b.to || a.capacity_Bps != b.capacity_Bps ||
         a.latency_s != b.latency_s || a.cls != b.cls)
-      return fail(a.from);
+      return {};
   }
   const int per_node = topo.gpus_per_node, ranks = static_cast<int>(topo.gpus.size());
   for (int r = 0; r < ranks; ++r)
-    if (image[topo.gpus[r]] != topo.gpus[node_map[r / per_node] * per_node + r % per_node]) return fail(topo.gpus[r]);
+    if (image[topo.gpus[r]] != topo.gpus[node_map[r / per_node] * per_node + r % per_node]) return {};
   return link_image;
 }
 
@@ -191,7 +183,6 @@ void link_classes_of(const std::vector<std::vector<int>>& link_images, int membe
     }
     ++size[fold.link_class[l]];
   }
-  fold.link_classes = static_cast<int>(fold.class_link.size());
   fold.link_load.resize(links);
   for (std::size_t l = 0; l < links; ++l) {
     const int orbit = size[fold.link_class[l]];
@@ -266,8 +257,8 @@ bool traffic_kept(const TrafficGroups& t, const TrafficIndex& x, const std::vect
 
 std::string count(int nodes) { return std::to_string(nodes) + (nodes == 1 ? " node" : " nodes"); }
 
-std::string describe(int step, int block, int nodes) {
-  if (step == block || block == nodes) return "the cluster and the traffic repeat every " + count(step);
+std::string describe(int step, int block) {
+  if (step == block) return "the cluster and the traffic repeat every " + count(step);
   return "the cluster and the traffic repeat every " + count(block) + ", and rotating the nodes of each block by " +
          count(step) + " keeps them";
 }
@@ -407,8 +398,7 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
       if (fresh) {
         std::vector<int> node_map(nodes);
         for (int n = 0; n < nodes; ++n) node_map[n] = f.moved(n * per_node, generator) / per_node;
-        std::string ignored;
-        it->second = node_permutation_links(topo, adj, node_map, ignored);
+        it->second = node_permutation_links(topo, adj, node_map);
       }
       return it->second;
     };
@@ -420,10 +410,9 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
     int topology_shift = 0, traffic_shift = 0;
     for (int b = 1; b < nodes && !topology_shift; ++b)
       if (nodes % b == 0 && !topology_image(fold_for(b, b), 0).empty()) topology_shift = b;
-    std::string traffic_broke;
     for (int b = 1; b < nodes && !traffic_shift; ++b)
       if (nodes % b == 0 && traffic_ok(fold_for(b, b), 0)) traffic_shift = b;
-    traffic_broke = broke;
+    const std::string traffic_broke = broke;
     const int period = topology_shift && traffic_shift ? std::lcm(topology_shift, traffic_shift) : nodes;
     if (!topology_shift)
       why = "no shift of whole nodes maps the cluster onto itself";
@@ -477,7 +466,7 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
       for (int d = period; !found && d < nodes; d += period)
         if (nodes % d == 0 && d % step == 0 && d > step) found = group(step, d);
       if (!found) continue;
-      c.use = {"classes", describe(found->step_nodes, found->block_nodes, nodes), found->period, found->link_classes,
+      c.use = {"classes", describe(found->step_nodes, found->block_nodes), found->period, found->link_classes(),
                nodes / step};
       c.fold = std::move(*found);
       return c;

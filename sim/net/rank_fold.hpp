@@ -15,7 +15,6 @@
 #include "topology.hpp"
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -40,10 +39,10 @@ struct RankFold {
   std::vector<int> link_class;  // link id -> its class (empty: unfolded)
   std::vector<int> class_link;  // class -> its representative, the smallest link id of the class
   std::vector<std::uint32_t> link_load;  // link id -> translates of a representative hop it carries
-  int link_classes = 0;
 
   static RankFold identity(int ranks);
   bool folded() const { return period < ranks; }
+  int link_classes() const { return static_cast<int>(class_link.size()); }
   int classes() const { return period; }
   int rank_class(int rank) const { return rank % period; }
   bool represents(int rank) const { return rank < period; }
