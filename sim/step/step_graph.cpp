@@ -40,7 +40,7 @@ constexpr std::uint8_t forward = 0, recompute = 1, backward = 2;
 class StepBuilder {
  public:
   StepBuilder(Engine& e, Router& r, const Topology& t, const RankFold& f, const Layout& l, const StepCosts& c,
-              const ModelSpec& m, const ZeroPlan& z)
+              const ModelSpec& m, const ZeroPlan& z, const ZeroGroups& zg)
       : engine_(e), router_(r), topo_(t), fold_(f), layout_(l), costs_(c), model_(m), zero_(z),
         ranks_(f.classes()) {
     out_.spans.resize(ranks_);
@@ -48,9 +48,8 @@ class StepBuilder {
     for (auto& s : out_.spans) s.reserve(32 * std::size_t(m.layers));
     for (auto* tail : {&compute_, &gather_, &reduce_})
       for (int r = 0; r < ranks_; ++r) tail->push_back(engine_.add_delay(0.0));
-    ZeroGroups zg = zero_groups(l.ranks, z);
-    shard_.emplace(std::move(zg.shard), f);
-    if (!zg.replica.empty()) replica_.emplace(std::move(zg.replica), f);
+    shard_.emplace(zg.shard, f);
+    if (!zg.replica.empty()) replica_.emplace(zg.replica, f);
     if (l.a2a_size > 1) a2a_.emplace(l.a2a_groups, f);
     if (l.ring_size > 1) ring_.emplace(l.ring_groups, f);
   }
@@ -286,8 +285,8 @@ std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& 
 
 StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                      const Layout& layout, const StepCosts& costs, const ModelSpec& model, bool checkpointing,
-                     const ZeroPlan& zero, int layers) {
-  return StepBuilder(engine, router, topo, fold, layout, costs, model, zero).build(checkpointing, layers);
+                     const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers) {
+  return StepBuilder(engine, router, topo, fold, layout, costs, model, zero, zero_groups).build(checkpointing, layers);
 }
 
 double flows_per_layer(const Layout& l, bool checkpointing, const Topology& topo) {

@@ -68,7 +68,7 @@ std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& 
 // With a fold, only the representative ranks' tasks are built (docs/symmetry.md).
 StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                      const Layout& layout, const StepCosts& costs, const ModelSpec& model, bool checkpointing,
-                     const ZeroPlan& zero, int layers);
+                     const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers);
 
 // Flows one layer adds to the graph (forward, backward and recomputation), to size windows.
 double flows_per_layer(const Layout& layout, bool checkpointing, const Topology& topo);

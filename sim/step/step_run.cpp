@@ -55,7 +55,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   Engine engine(fold.quotient_capacities(link_capacities(run.topo)));
   Router router(run.topo);
   const StepTasks tasks = build_step(engine, router, run.topo, fold, res.layout, costs, run.model,
-                                     run.config.checkpointing, run.zero, res.layers_simulated);
+                                     run.config.checkpointing, run.zero, groups, res.layers_simulated);
   if (trace) {  // the representative of each of the busiest links' classes
     std::vector<int> ids;
     for (const LinkUse& u : busiest_links(run.topo, fold.expand_links(engine.link_bytes()),
