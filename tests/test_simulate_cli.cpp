@@ -12,6 +12,15 @@
 using basp::test::basp_cli;
 using basp::test::Run;
 
+namespace {
+std::vector<std::string> lines_of(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+}  // namespace
+
 TEST_CASE("simulate: no arguments runs the paper's default scenario") {
   const Run r = basp_cli("simulate");
   REQUIRE(r.code == 0);
@@ -64,10 +73,7 @@ TEST_CASE("simulate: the same input gives the same output") {
 TEST_CASE("simulate: --csv prints a header and one row per strategy") {
   const Run r = basp_cli("simulate --csv --strategy ulysses,basp,sp-dp", false);
   REQUIRE(r.code == 0);
-  std::istringstream in(r.out);
-  std::string line;
-  std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
+  const std::vector<std::string> lines = lines_of(r.out);
   REQUIRE(lines.size() == 4);
   CHECK(lines[0].rfind("strategy,topology,model,", 0) == 0);
   CHECK(lines[0].substr(lines[0].size() - 14) == ",engine,wall_s");
@@ -122,10 +128,7 @@ TEST_CASE("simulate: bad input exits 2 with one message naming the flag") {
 TEST_CASE("sweep: the cross product of --vary values - one CSV row per combination and strategy") {
   const Run r = basp_cli("sweep --vary seq=8K,16K --vary batch=2,4 --csv", false);
   REQUIRE(r.code == 0);
-  std::istringstream in(r.out);
-  std::string line;
-  std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
+  const std::vector<std::string> lines = lines_of(r.out);
   REQUIRE(lines.size() == 1 + 4 * 2);
   CHECK(lines[0].rfind("seq,batch,strategy,", 0) == 0);
   CHECK(lines[1].rfind("8K,2,ulysses,paper-a100-2x4,llama-3.2-1b,8,8,8192,2,", 0) == 0);
@@ -137,10 +140,7 @@ TEST_CASE("sweep: the fixed flags hold in every row, --topology and --engine too
   // to the default there.
   const Run r = basp_cli("sweep --topology dgx-h100 --nodes 8 --sp 16 --vary engine=full,auto --csv", false);
   REQUIRE(r.code == 0);
-  std::istringstream in(r.out);
-  std::string line;
-  std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
+  const std::vector<std::string> lines = lines_of(r.out);
   REQUIRE(lines.size() == 1 + 2 * 2);
   CHECK(lines[1].rfind("full,ulysses,dgx-h100,llama-3.2-1b,64,16,16384,", 0) == 0);
   CHECK(lines[4].rfind("auto,basp,dgx-h100,llama-3.2-1b,64,16,16384,", 0) == 0);
