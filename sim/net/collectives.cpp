@@ -116,13 +116,12 @@ std::vector<std::vector<int>> make_groups(int ranks, int groups, Placement place
 }
 
 GroupSet::GroupSet(std::vector<std::vector<int>> groups, const RankFold& fold)
-    : groups_(std::move(groups)), fold_(fold), group_of_(fold.ranks, -1), position_(fold.ranks, -1),
+    : groups_(std::move(groups)), fold_(fold), group_of_(fold.ranks, -1),
       reps_(groups_.size()) {
   for (std::size_t g = 0; g < groups_.size(); ++g)
     for (std::size_t i = 0; i < groups_[g].size(); ++i) {
       const int r = groups_[g][i];
       group_of_[r] = static_cast<int>(g);
-      position_[r] = static_cast<int>(i);
       if (fold.represents(r)) reps_[g].push_back(static_cast<int>(i));
     }
   for (int c = 0; c < fold.classes(); ++c)
@@ -178,7 +177,7 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
   out.call.resize(classes);
   for (int c = 0; c < classes; ++c) out.done[c] = engine.add_delay(0.0);
   for (int c = 0; c < classes; ++c) {
-    const int n = static_cast<int>(set.groups()[set.slot(c).group].size());
+    const int n = static_cast<int>(set.groups()[set.group_of(c)].size());
     out.call[c] = add_call(engine, topo, op == CollectiveOp::alltoall ? n - 1 : (n > 1 ? 1 : 0), entry, c);
   }
   FlowAdder add{engine, router, fold, out, {}};

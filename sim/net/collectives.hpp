@@ -32,14 +32,13 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 std::vector<std::vector<int>> make_groups(int ranks, int groups, Placement placement);
 
 // The groups of one kind of call (a partition of the ranks), with what building their calls needs:
-// each rank class's group and position, and NCCL's rings (made on first use, representatives only).
+// each rank's group, and NCCL's rings (made on first use, representatives only).
 class GroupSet {
  public:
   GroupSet(std::vector<std::vector<int>> groups, const RankFold& fold);
   const std::vector<std::vector<int>>& groups() const { return groups_; }
 
-  struct Slot { int group = -1, position = -1; };
-  Slot slot(int rank_class) const { return {group_of_[rank_class], position_[rank_class]}; }
+  int group_of(int rank) const { return group_of_[rank]; }
   // Positions in group g of the members that represent their class, in group order.
   const std::vector<int>& representatives(std::size_t g) const { return reps_[g]; }
 
@@ -53,7 +52,7 @@ class GroupSet {
  private:
   std::vector<std::vector<int>> groups_;
   const RankFold& fold_;
-  std::vector<int> group_of_, position_;  // by rank
+  std::vector<int> group_of_;  // by rank
   std::vector<std::vector<int>> reps_;
   std::optional<RingPlan> rings_;
 };
