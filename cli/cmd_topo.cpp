@@ -30,18 +30,21 @@ void write_file(const std::string& file, const std::function<void(std::ostream&)
 }
 
 int run_topo(const TopoArgs& a) {
-  const Topology topo = a.topo.load();
+  TopologyFile file = a.topo.read();
+  // Only the explicit and Graphviz forms need every vertex; the summary builds parts of templates.
+  if (a.explicit_form || !a.dot_file.empty()) file = TopologyFile{std::nullopt, build_topology(std::move(file))};
   if (a.explicit_form) {
-    write_explicit_topology(topo, std::cout);
+    write_explicit_topology(file.explicit_topology, std::cout);
     return 0;
   }
-  if (!a.dot_file.empty()) write_file(a.dot_file, [&](std::ostream& o) { write_dot(topo, o); });
-  const TopologySummary s = summarize(topo);
+  if (!a.dot_file.empty())
+    write_file(a.dot_file, [&](std::ostream& o) { write_dot(file.explicit_topology, o); });
+  const TopologySummary s = summarize(file);
   if (a.format.format() == Format::json) {
     nlohmann::ordered_json j;
-    j["topology"] = topo.name;
-    j["source"] = topo.source;
-    j["gpu"] = topo.gpu_kind;
+    j["topology"] = s.name;
+    j["source"] = s.source;
+    j["gpu"] = s.gpu_kind;
     j["gpus"] = s.gpus;
     j["nodes"] = s.nodes;
     j["gpus_per_node"] = s.gpus_per_node;
@@ -61,11 +64,11 @@ int run_topo(const TopoArgs& a) {
   }
   if (a.format.format() == Format::csv) {
     std::cout << "topology,gpus,nodes,gpus_per_node,scale_up_Bps_per_gpu,scale_out_Bps_per_gpu,bisection_Bps\n"
-              << topo.name << "," << s.gpus << "," << s.nodes << "," << s.gpus_per_node << ","
+              << s.name << "," << s.gpus << "," << s.nodes << "," << s.gpus_per_node << ","
               << s.scale_up_Bps_per_gpu << "," << s.scale_out_Bps_per_gpu << "," << s.bisection_Bps << "\n";
     return 0;
   }
-  std::printf("# topology %s (%s), GPU %s\n", topo.name.c_str(), topo.source.c_str(), topo.gpu_kind.c_str());
+  std::printf("# topology %s (%s), GPU %s\n", s.name.c_str(), s.source.c_str(), s.gpu_kind.c_str());
   std::printf("GPUs            %d (%d nodes x %d)\n", s.gpus, s.nodes, s.gpus_per_node);
   std::printf("devices        ");
   for (const auto& [kind, n] : s.vertices_by_kind) std::printf(" %s %d", kind.c_str(), n);
@@ -76,11 +79,11 @@ int run_topo(const TopoArgs& a) {
               format_bandwidth(s.scale_out_Bps_per_gpu).c_str());
   std::printf("bisection       %s (ranks 0..%d -> %d..%d, one direction)\n",
               format_bandwidth(s.bisection_Bps).c_str(), s.gpus / 2 - 1, s.gpus / 2, s.gpus - 1);
-  std::printf("routing         ecmp %s, cross-rail %s%s\n", topo.routing.ecmp == EcmpMode::split ? "split" : "hash",
-              topo.routing.cross_rail == CrossRail::pxn ? "pxn" : "spine",
-              topo.rail_optimized ? " (rail-optimized fabric)" : "");
-  std::printf("software        launch %s, per peer %s\n", format_time(topo.software.launch_s).c_str(),
-              format_time(topo.software.per_peer_s).c_str());
+  std::printf("routing         ecmp %s, cross-rail %s%s\n", s.routing.ecmp == EcmpMode::split ? "split" : "hash",
+              s.routing.cross_rail == CrossRail::pxn ? "pxn" : "spine",
+              s.rail_optimized ? " (rail-optimized fabric)" : "");
+  std::printf("software        launch %s, per peer %s\n", format_time(s.software.launch_s).c_str(),
+              format_time(s.software.per_peer_s).c_str());
   std::printf("example routes\n");
   for (const auto& r : s.routes)
     std::printf("  %-22s rank %d -> %d: %s  (latency %s, bottleneck %s)\n", r.label.c_str(), r.src_rank,

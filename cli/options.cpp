@@ -30,8 +30,10 @@ TopologyOverrides TopologyOptions::resolved_overrides() const {
   return o;
 }
 
-Topology TopologyOptions::load() const {
-  return load_topology(topology, resolved_overrides(), gpu_kind_names());
+Topology TopologyOptions::load() const { return build_topology(read()); }
+
+TopologyFile TopologyOptions::read() const {
+  return read_topology_file(topology, resolved_overrides(), gpu_kind_names());
 }
 
 void FormatOptions::add_to(CLI::App& app) {

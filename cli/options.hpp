@@ -17,6 +17,7 @@ struct TopologyOptions {
   std::string ecmp, cross_rail;
   void add_to(CLI::App& app, const std::string& default_topology);
   Topology load() const;
+  TopologyFile read() const;  // the file as read: templates are not built yet
   TopologyOverrides resolved_overrides() const;  // overrides with --ecmp and --cross-rail applied
 };
 

@@ -50,6 +50,13 @@ Router::Router(const Topology& topo) : topo_(topo) {
   paths_to_.assign(n, 0.0);
   paths_from_.assign(n, 0.0);
   latency_to_.assign(n, 0.0);
+  // FNV-1a of the name: stable across builds, and the same in a part of a template as in the whole.
+  vertex_key_.resize(n);
+  for (VertexId v = 0; v < n; ++v) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (unsigned char c : g[v].name) h = (h ^ c) * 0x100000001b3ULL;
+    vertex_key_[v] = h;
+  }
 
   // Scale-up domains: GPUs joined through NVSwitches, PCIe switches and host bridges.
   domain_.assign(n, -1);
@@ -233,7 +240,7 @@ void Router::append(const Segment& s, std::uint64_t salt, double& latency_s) {
     std::size_t j = i;
     while (j < s.dag.size() && s.dag[j].from == u) ++j;
     if (i == j) break;
-    const DagEdge& e = s.dag[i + mix(salt ^ (std::uint64_t(u) * 0x100000001b3ULL)) % (j - i)];
+    const DagEdge& e = s.dag[i + mix(salt ^ (vertex_key_[u] * 0x100000001b3ULL)) % (j - i)];
     hops_.push_back({e.link, 1.0f});
     latency_s += topo_.link(e.link).latency_s;
     u = e.to;
@@ -279,7 +286,8 @@ RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
   const Graph& g = topo_.graph;
   const VertexId s = topo_.gpus[src_rank], d = topo_.gpus[dst_rank];
   if (s == d) return {hops_, 0.0};
-  salt = mix(salt ^ mix((std::uint64_t(src_rank) << 32) | std::uint32_t(dst_rank)));
+  salt = mix(salt ^ mix((std::uint64_t(topo_.cluster_rank(src_rank)) << 32) |
+                        std::uint32_t(topo_.cluster_rank(dst_rank))));
   if (domain_[s] == domain_[d]) {
     append(segment(s, d, Transit::scale_up), salt, latency);
     return {hops_, latency};

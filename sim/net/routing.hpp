@@ -24,7 +24,8 @@ class Router {
   explicit Router(const Topology& topo);
 
   // The route from rank src to rank dst. `salt` varies the hashed ECMP choice between flows of the
-  // same pair (e.g. channels). The view is valid until the next call.
+  // same pair (e.g. channels); the hash sees the cluster's ranks and vertex names, so a part of a
+  // template hashes as the whole does. The view is valid until the next call.
   RouteView route(int src_rank, int dst_rank, std::uint64_t salt = 0);
 
  private:
@@ -54,6 +55,7 @@ class Router {
   std::vector<double> cost_;            // routing cost by link id
   double settle_margin_ = 0.0;          // half the cheapest link's cost
   std::vector<int> domain_;             // scale-up domain of each vertex (-1: none)
+  std::vector<std::uint64_t> vertex_key_;  // what hashed ECMP hashes for a vertex: its name's hash
   std::vector<std::vector<VertexId>> proxy_;  // [node][rail] -> a GPU of that node whose NIC has that rail
   // Scratch distance fields, one per transit class, valid for the destination they were made for.
   // A field is grown lazily: Dijkstra from `to` stops once the source asked for is settled and

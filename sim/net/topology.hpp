@@ -62,6 +62,7 @@ struct Topology {
   std::string calibration;     // calibration used unless the command line names another ("": none)
   Graph graph;
   std::vector<VertexId> gpus;  // rank r runs on gpus[r]; ranks are ordered node-major
+  std::vector<int> cluster_ranks;  // a part of a template (NodeSubset): the cluster's rank of gpus[r]
   std::vector<Link> links;     // by link id
   int nodes = 0;
   int gpus_per_node = 0;
@@ -73,6 +74,7 @@ struct Topology {
   const Vertex& vertex(VertexId v) const { return graph[v]; }
   int link_count() const { return static_cast<int>(links.size()); }
   int node_of_rank(int rank) const { return graph[gpus[rank]].node; }
+  int cluster_rank(int rank) const { return cluster_ranks.empty() ? rank : cluster_ranks[rank]; }
 };
 
 std::string_view to_string(VertexKind kind);

@@ -164,8 +164,8 @@ Topology read_explicit(YamlFields& f, const std::string& file) {
 
 }  // namespace
 
-Topology load_topology(const std::string& name_or_path, const TopologyOverrides& o,
-                       std::span<const std::string_view> gpu_kinds) {
+TopologyFile read_topology_file(const std::string& name_or_path, const TopologyOverrides& o,
+                                std::span<const std::string_view> gpu_kinds) {
   const std::string file = resolve_data_file("topologies", name_or_path);
   YamlFields f(load_yaml_file(file), file, "");
   const std::string name = f.text("name");
@@ -180,8 +180,9 @@ Topology load_topology(const std::string& name_or_path, const TopologyOverrides&
   const std::string calibration = f.text("calibration", "");
   SoftwareCosts sw;
   RoutingOptions routing;
-  Topology topo;
+  TopologyFile result;
   if (f.has("explicit")) {
+    Topology& topo = result.explicit_topology;
     read_common(f, sw, routing);
     topo = read_explicit(f, file);
     f.reject_unknown();
@@ -198,6 +199,8 @@ Topology load_topology(const std::string& name_or_path, const TopologyOverrides&
     topo.software = sw;
     topo.routing = routing;
     finalize_topology(topo);
+    if (o.ecmp) topo.routing.ecmp = *o.ecmp;
+    if (o.cross_rail) topo.routing.cross_rail = *o.cross_rail;
   } else {
     read_common(f, sw, routing);
     TopologyTemplate t = read_template(f);
@@ -222,12 +225,21 @@ Topology load_topology(const std::string& name_or_path, const TopologyOverrides&
     if (o.nodes_per_leaf)
       t.fabric.nodes_per_leaf = static_cast<int>(in_range(long(*o.nodes_per_leaf), 1L, max_nodes_per_leaf, "--nodes-per-leaf"));
     if (o.spines) t.fabric.spines = static_cast<int>(in_range(long(*o.spines), 1L, max_spines, "--spines"));
-    topo = build_topology(t);
-    topo.calibration = calibration;
+    t.calibration = calibration;
+    if (o.ecmp) t.routing.ecmp = *o.ecmp;
+    if (o.cross_rail) t.routing.cross_rail = *o.cross_rail;
+    result.templ = std::move(t);
   }
-  if (o.ecmp) topo.routing.ecmp = *o.ecmp;
-  if (o.cross_rail) topo.routing.cross_rail = *o.cross_rail;
-  return topo;
+  return result;
+}
+
+Topology build_topology(TopologyFile file) {
+  return file.templ ? build_topology(*file.templ) : std::move(file.explicit_topology);
+}
+
+Topology load_topology(const std::string& name_or_path, const TopologyOverrides& o,
+                       std::span<const std::string_view> gpu_kinds) {
+  return build_topology(read_topology_file(name_or_path, o, gpu_kinds));
 }
 
 void write_explicit_topology(const Topology& topo, std::ostream& out) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "topology.hpp"
+#include "topology_template.hpp"
 
 #include <iosfwd>
 #include <optional>
@@ -22,8 +23,19 @@ struct TopologyOverrides {
   std::optional<CrossRail> cross_rail;
 };
 
+// A topology file as read, overrides applied: a template, not yet built (so that what needs only
+// a part of a large cluster can build that part), or an explicit topology.
+struct TopologyFile {
+  std::optional<TopologyTemplate> templ;
+  Topology explicit_topology;  // when templ is empty
+};
+
 // NAME resolves to topologies/NAME.yaml (resolve_data_file). The network needs only the GPU kind's
 // name; `gpu_kinds`, when given, lists the names the file may use (the step model's table).
+TopologyFile read_topology_file(const std::string& name_or_path, const TopologyOverrides& overrides = {},
+                                std::span<const std::string_view> gpu_kinds = {});
+// The whole topology: the template built, or the explicit one.
+Topology build_topology(TopologyFile file);
 Topology load_topology(const std::string& name_or_path, const TopologyOverrides& overrides = {},
                        std::span<const std::string_view> gpu_kinds = {});
 

@@ -1,25 +1,30 @@
-// Summary figures for `basp topo`. Bisection uses Boost.Graph's push-relabel max-flow on a copy
-// of the topology with a super-source on the first half of the ranks and a super-sink on the rest.
+// Summary figures for `basp topo`. Bisection uses Boost.Graph's push-relabel max-flow with a
+// super-source on the first half of the ranks and a super-sink on the rest; templates are summed
+// up from parts (the fabric, a few nodes, a quotient of twin nodes), never built whole.
 #include "topology_summary.hpp"
 
 #include "routing.hpp"
+#include "topology_template.hpp"
 
 #include <boost/graph/push_relabel_max_flow.hpp>
 
+#include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
+#include <tuple>
 
 namespace basp {
 namespace {
 
-double bisection(const Topology& topo) {
+// Max-flow from the GPUs `in_first_half` says yes to, to all the others (one direction).
+double bisection(const Topology& topo, const std::vector<char>& in_first_half) {
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
   using FlowGraph = boost::adjacency_list<
       boost::vecS, boost::vecS, boost::directedS, boost::no_property,
       boost::property<boost::edge_capacity_t, double,
                       boost::property<boost::edge_residual_capacity_t, double,
                                       boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
-  const int gpus = static_cast<int>(topo.gpus.size());
-  if (gpus < 2) return 0.0;
   const std::size_t n = boost::num_vertices(topo.graph);
   FlowGraph fg(n + 2);
   const auto source = n, sink = n + 1;
@@ -38,23 +43,30 @@ double bisection(const Topology& topo) {
     add(topo.link(id).from, topo.link(id).to, topo.link(id).capacity_Bps);
     total += topo.link(id).capacity_Bps;
   }
-  for (int r = 0; r < gpus; ++r) {
-    if (r < gpus / 2) add(source, topo.gpus[r], total);
-    else add(topo.gpus[r], sink, total);
+  for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
+    if (in_first_half[i]) add(source, topo.gpus[i], total);
+    else add(topo.gpus[i], sink, total);
   }
   return boost::push_relabel_max_flow(fg, source, sink);
 }
 
-ExampleRoute example(const Topology& topo, Router& router, std::string label, int a, int b) {
+// `shown` holds the routes' ranks; `local` maps a rank of the cluster to shown's rank.
+struct RankMap {
+  const Topology& shown;
+  std::function<int(int)> local;
+};
+
+ExampleRoute example(const RankMap& m, Router& router, std::string label, int a, int b) {
+  const Topology& topo = m.shown;
   ExampleRoute ex;
   ex.label = std::move(label);
   ex.src_rank = a;
   ex.dst_rank = b;
-  const RouteView r = router.route(a, b);
+  const RouteView r = router.route(m.local(a), m.local(b));
   ex.latency_s = r.latency_s;
   ex.bottleneck_Bps = 1e300;
   const Graph& g = topo.graph;
-  ex.path = g[topo.gpus[a]].name;
+  ex.path = g[topo.gpus[m.local(a)]].name;
   // Consecutive hops with share < 1 are the equal-cost alternatives of one stage.
   std::size_t i = 0;
   while (i < r.hops.size()) {
@@ -82,20 +94,25 @@ ExampleRoute example(const Topology& topo, Router& router, std::string label, in
   return ex;
 }
 
-}  // namespace
-
-TopologySummary summarize(const Topology& topo) {
-  TopologySummary s;
-  const Graph& g = topo.graph;
-  s.gpus = static_cast<int>(topo.gpus.size());
-  s.nodes = topo.nodes;
-  s.gpus_per_node = topo.gpus_per_node;
-  for (VertexId v = 0; v < boost::num_vertices(g); ++v) ++s.vertices_by_kind[std::string(to_string(g[v].kind))];
-  for (int id = 0; id < topo.link_count(); ++id) {
-    auto& [count, capacity] = s.links_by_class[std::string(to_string(topo.link(id).cls))];
-    ++count;
-    capacity += topo.link(id).capacity_Bps;
+// Every node on clusters of up to 64 nodes; beyond, nodes 0, 1, 2, 4, 8, ... and the last (each
+// tier of a template is reached by some of them; a route per rank would cost a shortest-path
+// search per rank). Descending: the farthest first.
+std::vector<int> route_target_nodes(int nodes) {
+  std::vector<int> targets;
+  if (nodes <= 64) {
+    for (int n = nodes - 1; n >= 0; --n) targets.push_back(n);
+    return targets;
   }
+  targets.push_back(nodes - 1);
+  for (int n = 1 << 30; n >= 1; n >>= 1)
+    if (n < nodes - 1) targets.push_back(n);
+  targets.push_back(0);
+  return targets;
+}
+
+// Per-GPU bandwidths out of rank 0's GPU and node, read off any topology holding node 0.
+void fill_injection(const Topology& topo, TopologySummary& s) {
+  const Graph& g = topo.graph;
   const VertexId gpu0 = topo.gpus.front();
   for (auto [e, end] = boost::out_edges(gpu0, g); e != end; ++e)
     if (topo.link(g[*e].id).cls == LinkClass::nvlink) s.scale_up_Bps_per_gpu += topo.link(g[*e].id).capacity_Bps;
@@ -108,52 +125,180 @@ TopologySummary summarize(const Topology& topo) {
       if (topo.link(g[*e].id).cls == LinkClass::nic) s.scale_out_Bps_per_gpu += topo.link(g[*e].id).capacity_Bps;
   }
   s.scale_out_Bps_per_gpu /= topo.gpus_per_node;
-  s.bisection_Bps = bisection(topo);
+}
 
-  Router router(topo);
-  if (topo.gpus_per_node > 1) s.routes.push_back(example(topo, router, "intra-node", 0, 1));
-  if (topo.nodes > 1) {
-    const int k = topo.gpus_per_node;
-    s.routes.push_back(example(topo, router, "inter-node, same rail", 0, k));
-    if (k > 1) s.routes.push_back(example(topo, router, "inter-node, other rail", 0, k + 1));
+void fill_routes(const RankMap& m, const std::set<LinkClass>& present, TopologySummary& s) {
+  Router router(m.shown);
+  const int k = s.gpus_per_node;
+  if (k > 1) s.routes.push_back(example(m, router, "intra-node", 0, 1));
+  if (s.nodes > 1) {
+    s.routes.push_back(example(m, router, "inter-node, same rail", 0, k));
+    if (k > 1) s.routes.push_back(example(m, router, "inter-node, other rail", 0, k + 1));
     if (s.gpus - 1 != k + 1 && s.gpus - 1 != k)
-      s.routes.push_back(example(topo, router, "farthest rank", 0, s.gpus - 1));
+      s.routes.push_back(example(m, router, "farthest rank", 0, s.gpus - 1));
   }
   // One example for every link class no example has crossed yet, when some route crosses it.
   std::set<LinkClass> shown;
+  auto crossed = [&](int dst) {
+    std::set<LinkClass> classes;
+    for (const Hop& h : router.route(m.local(0), m.local(dst)).hops) classes.insert(m.shown.link(h.link).cls);
+    return classes;
+  };
   for (const ExampleRoute& r : s.routes)
-    for (const Hop& h : router.route(r.src_rank, r.dst_rank).hops) shown.insert(topo.link(h.link).cls);
-  std::set<LinkClass> present;
-  for (int id = 0; id < topo.link_count(); ++id) present.insert(topo.link(id).cls);
-  // Every rank on clusters of up to 64 nodes; beyond, the ranks of nodes 0, 1, 2, 4, 8, ... and
-  // the last (each tier of a template is reached by some of them; a route per rank would cost a
-  // shortest-path search per rank).
+    for (LinkClass c : crossed(r.dst_rank)) shown.insert(c);
   std::vector<int> targets;
-  const int per_node = std::max(1, topo.gpus_per_node);
-  if (topo.nodes <= 64) {
-    for (int dst = s.gpus - 1; dst > 0; --dst) targets.push_back(dst);
-  } else {
-    s.unused_scope = "the ranks of nodes 0, 1, 2, 4, ..., " + std::to_string(topo.nodes - 1);
-    std::vector<int> nodes{topo.nodes - 1};
-    for (int n = 1 << 30; n >= 1; n >>= 1)
-      if (n < topo.nodes - 1) nodes.push_back(n);
-    nodes.push_back(0);
-    for (int n : nodes)
-      for (int k = per_node - 1; k >= 0; --k)
-        if (n * per_node + k > 0) targets.push_back(n * per_node + k);
-  }
+  if (s.nodes > 64) s.unused_scope = "the ranks of nodes 0, 1, 2, 4, ..., " + std::to_string(s.nodes - 1);
+  for (int n : route_target_nodes(s.nodes))
+    for (int i = k - 1; i >= 0; --i)
+      if (n * k + i > 0) targets.push_back(n * k + i);
   for (LinkClass cls : present) {
     if (shown.count(cls)) continue;
     for (int dst : targets) {
-      bool uses = false;
-      for (const Hop& h : router.route(0, dst).hops) uses = uses || topo.link(h.link).cls == cls;
-      if (!uses) continue;
-      s.routes.push_back(example(topo, router, "crosses " + std::string(to_string(cls)), 0, dst));
-      for (const Hop& h : router.route(0, dst).hops) shown.insert(topo.link(h.link).cls);
+      if (!crossed(dst).count(cls)) continue;
+      s.routes.push_back(example(m, router, "crosses " + std::string(to_string(cls)), 0, dst));
+      for (LinkClass c : crossed(dst)) shown.insert(c);
       break;
     }
     if (!shown.count(cls)) s.unused_classes.push_back(std::string(to_string(cls)));
   }
+}
+
+void count_devices(const Topology& topo, TopologySummary& s) {
+  const Graph& g = topo.graph;
+  for (VertexId v = 0; v < boost::num_vertices(g); ++v) ++s.vertices_by_kind[std::string(to_string(g[v].kind))];
+  for (int id = 0; id < topo.link_count(); ++id) {
+    auto& [count, capacity] = s.links_by_class[std::string(to_string(topo.link(id).cls))];
+    ++count;
+    capacity += topo.link(id).capacity_Bps;
+  }
+}
+
+std::set<LinkClass> present_classes(const TopologySummary& s) {
+  std::set<LinkClass> present;
+  for (LinkClass c : {LinkClass::nvlink, LinkClass::pcie, LinkClass::host, LinkClass::nic, LinkClass::fabric})
+    if (s.links_by_class.count(std::string(to_string(c)))) present.insert(c);
+  return present;
+}
+
+void fill_header(const Topology& topo, TopologySummary& s) {
+  s.name = topo.name;
+  s.source = topo.source;
+  s.gpu_kind = topo.gpu_kind;
+  s.routing = topo.routing;
+  s.software = topo.software;
+  s.rail_optimized = topo.rail_optimized;
+}
+
+// Nodes interchangeable by a swap that fixes everything else, on the same side of the
+// bisection: same leaf (per rail), same NVLink domain, all their ranks on one side.
+std::vector<NodeSubset> twin_classes(const TopologyTemplate& t) {
+  const int k = t.node.gpus;
+  const long half = long(t.nodes) * k / 2;
+  const bool leaves = t.fabric.kind == FabricKind::leaf_spine || t.fabric.kind == FabricKind::rail ||
+                      t.fabric.kind == FabricKind::three_tier;
+  const bool shared_domains = t.node.kind == NodeKind::nvswitch && t.node.domain_nodes > 1;
+  std::map<std::tuple<int, int, int>, NodeSubset> classes;
+  for (int n = 0; n < t.nodes; ++n) {
+    const long first = long(n) * k, last = first + k - 1;
+    const int side = last < half ? 0 : first >= half ? 1 : 2 + n;  // a straddling node stays alone
+    const int leaf = leaves ? n / t.fabric.nodes_per_leaf : 0;
+    NodeSubset& c = classes[{leaf, shared_domains ? nvlink_domain_of(t, n) : 0, side}];
+    c.nodes.push_back(n);
+  }
+  std::vector<NodeSubset> out;
+  for (auto& [key, c] : classes) out.push_back(std::move(c));
+  return out;
+}
+
+}  // namespace
+
+TopologySummary summarize(const Topology& topo) {
+  TopologySummary s;
+  fill_header(topo, s);
+  s.gpus = static_cast<int>(topo.gpus.size());
+  s.nodes = topo.nodes;
+  s.gpus_per_node = topo.gpus_per_node;
+  count_devices(topo, s);
+  fill_injection(topo, s);
+  if (s.gpus >= 2) {
+    std::vector<char> first(topo.gpus.size(), 0);
+    for (int r = 0; r < s.gpus / 2; ++r) first[r] = 1;
+    s.bisection_Bps = bisection(topo, first);
+  }
+  fill_routes({topo, [](int rank) { return rank; }}, present_classes(s), s);
+  return s;
+}
+
+TopologySummary summarize(const TopologyFile& file) {
+  if (!file.templ) return summarize(file.explicit_topology);
+  const TopologyTemplate& t = *file.templ;
+  TopologySummary s;
+  s.gpus = t.nodes * t.node.gpus;
+  s.nodes = t.nodes;
+  s.gpus_per_node = t.node.gpus;
+
+  // The nodes routes are shown to, with whole NVLink domains: routes between them are the
+  // cluster's (build_topology's NodeSubset).
+  std::set<int> domains;
+  for (int n : route_target_nodes(t.nodes)) domains.insert(nvlink_domain_of(t, n));
+  NodeSubset shown_nodes;
+  for (int n = 0; n < t.nodes; ++n)
+    if (domains.count(nvlink_domain_of(t, n))) shown_nodes.nodes.push_back(n);
+  const Topology shown = build_topology(t, shown_nodes);
+  fill_header(shown, s);
+
+  // Counts: the fabric is all there; every NVLink domain adds what each shown domain adds.
+  TopologySummary fabric, part;
+  count_devices(shown, part);
+  const Graph& g = shown.graph;
+  for (VertexId v = 0; v < boost::num_vertices(g); ++v)
+    if (g[v].kind == VertexKind::fabric_switch) ++fabric.vertices_by_kind[std::string(to_string(g[v].kind))];
+  for (int id = 0; id < shown.link_count(); ++id) {
+    const Link& l = shown.link(id);
+    if (g[l.from].kind != VertexKind::fabric_switch || g[l.to].kind != VertexKind::fabric_switch) continue;
+    auto& [count, capacity] = fabric.links_by_class[std::string(to_string(l.cls))];
+    ++count;
+    capacity += l.capacity_Bps;
+  }
+  const int all_domains = nvlink_domain_of(t, t.nodes - 1) + 1;
+  const int shown_domains = static_cast<int>(domains.size());
+  for (const auto& [kind, count] : part.vertices_by_kind) {
+    const int f = fabric.vertices_by_kind.count(kind) ? fabric.vertices_by_kind.at(kind) : 0;
+    s.vertices_by_kind[kind] = f + (count - f) / shown_domains * all_domains;
+  }
+  for (const auto& [cls, v] : part.links_by_class) {
+    const auto f = fabric.links_by_class.count(cls) ? fabric.links_by_class.at(cls) : std::pair<int, double>{0, 0.0};
+    s.links_by_class[cls] = {f.first + (v.first - f.first) / shown_domains * all_domains,
+                             f.second + (v.second - f.second) / shown_domains * all_domains};
+  }
+  fill_injection(shown, s);
+
+  // Bisection on the quotient by swaps of twin nodes (exact: docs/symmetry.md, "basp topo").
+  if (s.gpus >= 2) {
+    NodeSubset quotient;
+    for (const NodeSubset& c : twin_classes(t)) {
+      quotient.nodes.push_back(c.nodes.front());
+      quotient.weights.push_back(static_cast<int>(c.nodes.size()));
+    }
+    std::vector<int> order(quotient.nodes.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return quotient.nodes[a] < quotient.nodes[b]; });
+    NodeSubset sorted;
+    for (int i : order) {
+      sorted.nodes.push_back(quotient.nodes[i]);
+      sorted.weights.push_back(quotient.weights[i]);
+    }
+    const Topology q = build_topology(t, sorted);
+    std::vector<char> first(q.gpus.size(), 0);
+    for (std::size_t i = 0; i < q.gpus.size(); ++i)
+      first[i] = long(q.graph[q.gpus[i]].node) * s.gpus_per_node + long(i % s.gpus_per_node) < s.gpus / 2;
+    s.bisection_Bps = bisection(q, first);
+  }
+
+  std::vector<int> position(t.nodes, -1);
+  for (std::size_t i = 0; i < shown_nodes.nodes.size(); ++i) position[shown_nodes.nodes[i]] = static_cast<int>(i);
+  const int k = s.gpus_per_node;
+  fill_routes({shown, [&](int rank) { return position[rank / k] * k + rank % k; }}, present_classes(s), s);
   return s;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "topology.hpp"
+#include "topology_file.hpp"
 
 #include <map>
 #include <string>
@@ -19,6 +20,10 @@ struct ExampleRoute {
 };
 
 struct TopologySummary {
+  std::string name, source, gpu_kind;
+  RoutingOptions routing;
+  SoftwareCosts software;
+  bool rail_optimized = false;
   int gpus = 0, nodes = 0, gpus_per_node = 0;
   std::map<std::string, int> vertices_by_kind;
   std::map<std::string, std::pair<int, double>> links_by_class;  // count, total capacity (B/s)
@@ -31,5 +36,8 @@ struct TopologySummary {
 };
 
 TopologySummary summarize(const Topology& topo);
+// The same figures; a template is summed up from parts of it (no vertex per GPU), so that a
+// cluster of any size summarizes in well under a second. Equal to summarizing the whole build.
+TopologySummary summarize(const TopologyFile& file);
 
 }  // namespace basp

@@ -5,6 +5,8 @@
 #include "input_error.hpp"
 
 #include <algorithm>
+#include <map>
+#include <stdexcept>
 #include <string>
 
 namespace basp {
@@ -13,13 +15,16 @@ namespace {
 std::string node_name(int n, const std::string& what) { return "n" + std::to_string(n) + "." + what; }
 
 struct NodeDevices {
+  int node = 0;
+  double weight = 1.0;
   std::vector<VertexId> gpus, nics;
 };
 
-NodeDevices build_node(Topology& topo, const TopologyTemplate& t, int n,
-                       std::vector<VertexId>& domain_switches) {
+// `w` multiplies every capacity: the node stands for w interchangeable ones (NodeSubset).
+NodeDevices build_node(Topology& topo, const TopologyTemplate& t, int n, double w,
+                       std::map<int, VertexId>& domain_switches) {
   const NodeTemplate& nt = t.node;
-  NodeDevices d;
+  NodeDevices d{n, w, {}, {}};
   for (int i = 0; i < nt.gpus; ++i)
     d.gpus.push_back(add_vertex(topo, {node_name(n, "gpu" + std::to_string(i)), VertexKind::gpu, n}));
 
@@ -30,11 +35,11 @@ NodeDevices build_node(Topology& topo, const TopologyTemplate& t, int n,
     hosts.push_back(add_vertex(topo, {node_name(n, "cpu" + std::to_string(s)), VertexKind::host, n}));
   for (int a = 0; a < nt.sockets; ++a)
     for (int b = a + 1; b < nt.sockets; ++b)
-      add_duplex(topo, hosts[a], hosts[b], nt.inter_socket_Bps, nt.inter_socket_latency_s,
+      add_duplex(topo, hosts[a], hosts[b], w * nt.inter_socket_Bps, nt.inter_socket_latency_s,
                  LinkClass::host);
   for (int s = 0; s < nt.pcie_switches; ++s) {
     VertexId sw = add_vertex(topo, {node_name(n, "pcie" + std::to_string(s)), VertexKind::pcie, n});
-    add_duplex(topo, sw, hosts[s * nt.sockets / nt.pcie_switches], nt.pcie_uplink_Bps,
+    add_duplex(topo, sw, hosts[s * nt.sockets / nt.pcie_switches], w * nt.pcie_uplink_Bps,
                nt.pcie_latency_s, LinkClass::pcie);
     switches.push_back(sw);
   }
@@ -43,13 +48,13 @@ NodeDevices build_node(Topology& topo, const TopologyTemplate& t, int n,
     return switches[index * nt.pcie_switches / count];
   };
   for (int i = 0; i < nt.gpus; ++i)
-    add_duplex(topo, d.gpus[i], pcie_parent(i, nt.gpus), nt.pcie_Bps, nt.pcie_latency_s,
+    add_duplex(topo, d.gpus[i], pcie_parent(i, nt.gpus), w * nt.pcie_Bps, nt.pcie_latency_s,
                LinkClass::pcie);
   for (int j = 0; j < nt.nics; ++j) {
     Vertex nic{node_name(n, "nic" + std::to_string(j)), VertexKind::nic, n};
     nic.rail = j;
     d.nics.push_back(add_vertex(topo, nic));
-    add_duplex(topo, d.nics[j], pcie_parent(j, nt.nics), nt.pcie_Bps, nt.pcie_latency_s,
+    add_duplex(topo, d.nics[j], pcie_parent(j, nt.nics), w * nt.pcie_Bps, nt.pcie_latency_s,
                LinkClass::pcie);
   }
   for (int i = 0; i < nt.gpus && nt.nics > 0; ++i) {
@@ -61,21 +66,22 @@ NodeDevices build_node(Topology& topo, const TopologyTemplate& t, int n,
     case NodeKind::nvswitch: {
       // One switch vertex per NVLink domain; each GPU's port is its own pair of links.
       const int domain = n / nt.domain_nodes;
-      if (static_cast<int>(domain_switches.size()) <= domain) {
+      auto sw = domain_switches.find(domain);
+      if (sw == domain_switches.end()) {
         const std::string name = nt.domain_nodes == 1 ? node_name(n, "nvswitch")
                                                       : "domain" + std::to_string(domain) + ".nvswitch";
-        domain_switches.push_back(
-            add_vertex(topo, {name, VertexKind::nvswitch, nt.domain_nodes == 1 ? n : -1}));
+        sw = domain_switches
+                 .emplace(domain, add_vertex(topo, {name, VertexKind::nvswitch, nt.domain_nodes == 1 ? n : -1}))
+                 .first;
       }
       for (VertexId g : d.gpus)
-        add_duplex(topo, g, domain_switches[domain], nt.nvlink_Bps, nt.nvlink_latency_s,
-                   LinkClass::nvlink);
+        add_duplex(topo, g, sw->second, w * nt.nvlink_Bps, nt.nvlink_latency_s, LinkClass::nvlink);
       break;
     }
     case NodeKind::nvlink_mesh:
       for (int a = 0; a < nt.gpus; ++a)
         for (int b = a + 1; b < nt.gpus; ++b)
-          add_duplex(topo, d.gpus[a], d.gpus[b], nt.nvlink_Bps, nt.nvlink_latency_s, LinkClass::nvlink);
+          add_duplex(topo, d.gpus[a], d.gpus[b], w * nt.nvlink_Bps, nt.nvlink_latency_s, LinkClass::nvlink);
       break;
     case NodeKind::pcie: break;
   }
@@ -99,10 +105,10 @@ void build_three_tier(Topology& topo, const TopologyTemplate& t, const std::vect
       leaves.push_back(add_vertex(topo, {f.rails ? "rail" + std::to_string(r) + ".leaf" + std::to_string(g)
                                                  : "leaf" + std::to_string(g),
                                          VertexKind::fabric_switch}));
-  for (int n = 0; n < t.nodes; ++n)
+  for (const NodeDevices& d : nodes)
     for (int j = 0; j < t.node.nics; ++j)
-      add_duplex(topo, nodes[n].nics[j], leaves[(f.rails ? j : 0) * groups + n / f.nodes_per_leaf], link_Bps,
-                 f.latency_s, LinkClass::nic);
+      add_duplex(topo, d.nics[j], leaves[(f.rails ? j : 0) * groups + d.node / f.nodes_per_leaf],
+                 d.weight * link_Bps, f.latency_s, LinkClass::nic);
   const int pods = f.rails ? rails : (groups + f.leaves_per_pod - 1) / f.leaves_per_pod;
   const auto pod_of = [&](int leaf) { return f.rails ? leaf / groups : leaf / f.leaves_per_pod; };
   const double leaf_down_Bps = double(f.nodes_per_leaf) * nics_per_leaf_node * link_Bps;
@@ -137,7 +143,7 @@ void build_fabric(Topology& topo, const TopologyTemplate& t, const std::vector<N
     case FabricKind::single_switch: {
       VertexId sw = add_vertex(topo, {"switch", VertexKind::fabric_switch});
       for (const NodeDevices& d : nodes)
-        for (VertexId nic : d.nics) add_duplex(topo, nic, sw, link_Bps, f.latency_s, LinkClass::nic);
+        for (VertexId nic : d.nics) add_duplex(topo, nic, sw, d.weight * link_Bps, f.latency_s, LinkClass::nic);
       return;
     }
     case FabricKind::leaf_spine:
@@ -156,10 +162,10 @@ void build_fabric(Topology& topo, const TopologyTemplate& t, const std::vector<N
               topo, {rail ? "rail" + std::to_string(r) + ".leaf" + std::to_string(g)
                           : "leaf" + std::to_string(g),
                      VertexKind::fabric_switch}));
-      for (int n = 0; n < t.nodes; ++n)
+      for (const NodeDevices& d : nodes)
         for (int j = 0; j < t.node.nics; ++j) {
           const int r = rail ? j : 0;
-          add_duplex(topo, nodes[n].nics[j], leaves[r * groups + n / f.nodes_per_leaf], link_Bps,
+          add_duplex(topo, d.nics[j], leaves[r * groups + d.node / f.nodes_per_leaf], d.weight * link_Bps,
                      f.latency_s, LinkClass::nic);
         }
       if (leaves.size() == 1) return;
@@ -178,6 +184,17 @@ void build_fabric(Topology& topo, const TopologyTemplate& t, const std::vector<N
 }  // namespace
 
 Topology build_topology(const TopologyTemplate& t) {
+  NodeSubset all;
+  all.nodes.resize(std::max(t.nodes, 0));
+  for (int n = 0; n < t.nodes; ++n) all.nodes[n] = n;
+  return build_topology(t, all);
+}
+
+int nvlink_domain_of(const TopologyTemplate& t, int node) {
+  return t.node.kind == NodeKind::nvswitch ? node / t.node.domain_nodes : node;
+}
+
+Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
   const NodeTemplate& nt = t.node;
   auto bad = [&](const std::string& field, const std::string& what) {
     throw InputError(t.source, 0, field, what);
@@ -197,20 +214,41 @@ Topology build_topology(const TopologyTemplate& t) {
                            " nodes: use single-switch, leaf-spine or rail");
   if (t.fabric.kind != FabricKind::none && nt.nics < 1)
     bad("node.nics.count", "a fabric needs at least one NIC per node");
+  // A malformed subset is a caller's mistake, not bad input.
+  const std::vector<int>& ids = subset.nodes;
+  if (ids.empty() || (!subset.weights.empty() && subset.weights.size() != ids.size()))
+    throw std::logic_error("build_topology: empty subset or weights of another length");
+  const int domain_nodes = nt.kind == NodeKind::nvswitch ? nt.domain_nodes : 1;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const bool first_of_domain = ids[i] % domain_nodes == 0;
+    const bool follows = i > 0 && ids[i - 1] + 1 == ids[i];
+    const bool last_of_domain = (ids[i] + 1) % domain_nodes == 0;
+    const bool next_follows = i + 1 < ids.size() && ids[i] + 1 == ids[i + 1];
+    const bool whole = (first_of_domain || follows) && (last_of_domain || next_follows);
+    const bool ascending = i == 0 || ids[i - 1] < ids[i];
+    if (ids[i] < 0 || ids[i] >= t.nodes || !ascending || (subset.weights.empty() && !whole))
+      throw std::logic_error("build_topology: subset is not ascending (whole NVLink domains when unweighted)");
+    if (!subset.weights.empty() && subset.weights[i] < 1) throw std::logic_error("build_topology: weight < 1");
+  }
 
   Topology topo;
   topo.name = t.name;
   topo.source = t.source;
   topo.gpu_kind = t.gpu_kind;
+  topo.calibration = t.calibration;
   topo.software = t.software;
   topo.routing = t.routing;
   topo.rail_optimized =
       t.fabric.kind == FabricKind::rail || (t.fabric.kind == FabricKind::three_tier && t.fabric.rails);
   std::vector<NodeDevices> nodes;
-  std::vector<VertexId> domain_switches;
-  for (int n = 0; n < t.nodes; ++n) nodes.push_back(build_node(topo, t, n, domain_switches));
+  std::map<int, VertexId> domain_switches;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    nodes.push_back(build_node(topo, t, ids[i], subset.weights.empty() ? 1.0 : subset.weights[i], domain_switches));
   build_fabric(topo, t, nodes);
   finalize_topology(topo);
+  if (static_cast<int>(ids.size()) != t.nodes)
+    for (std::size_t r = 0; r < topo.gpus.size(); ++r)
+      topo.cluster_ranks.push_back(topo.graph[topo.gpus[r]].node * nt.gpus + static_cast<int>(r) % nt.gpus);
   return topo;
 }
 

@@ -50,6 +50,7 @@ struct TopologyTemplate {
   std::string name;
   std::string source;               // file, for error messages
   std::string gpu_kind;
+  std::string calibration;          // "": none
   int nodes = 1;
   NodeTemplate node;
   FabricTemplate fabric;
@@ -59,5 +60,24 @@ struct TopologyTemplate {
 
 // Expands the template into devices and links, then finalizes (checks and derived fields).
 Topology build_topology(const TopologyTemplate& t);
+
+// Some of a template's nodes, for what needs a part of a large cluster: every fabric switch and
+// trunk, but only the listed nodes and their NIC ports. Nodes are listed ascending.
+// - Unweighted, with all nodes of their NVLink domain: routes between listed nodes are the whole
+//   topology's (no route passes through a third node's devices).
+// - Weighted: a node of weight m stands for m interchangeable nodes (a quotient). Its links,
+//   NIC ports and NVLink ports carry m times their capacity: what the m nodes carry in all.
+struct NodeSubset {
+  std::vector<int> nodes;
+  std::vector<int> weights;  // by position in `nodes`; empty: unweighted
+};
+
+// The part's ranks are its own (node-major over `nodes`); vertex names and node indices stay
+// the cluster's, so routes read the same as on the whole topology.
+Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset);
+
+// The NVLink domain a node belongs to, as the builder groups them (node index when nodes do not
+// share one): nodes of one domain are built, and weighed, together.
+int nvlink_domain_of(const TopologyTemplate& t, int node);
 
 }  // namespace basp
