@@ -35,7 +35,7 @@ const Case cases[] = {
 // llama-3.1-8b, 32K tokens, B = 4, SP 32, ZeRO-3 over 32: the scale issue's job.
 std::string run_case(const Case& c) {
   if (!c.step) {
-    const basp::TopologySummary s = basp::summarize(basp::load_topology(c.topology, {.nodes = c.nodes}));
+    const basp::TopologySummary s = basp::summarize(basp::read_topology_file(c.topology, {.nodes = c.nodes}));
     return std::to_string(s.gpus) + " - - summary";
   }
   basp::StepConfig config;
