@@ -91,9 +91,29 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   return res;
 }
 
+// Defaults resolved and job-level checks that do not depend on the strategy.
+void resolve_job(StepConfig& c, const Topology& topo) {
+  const int available = static_cast<int>(topo.gpus.size());
+  if (c.gpus == 0) c.gpus = available;
+  if (c.gpus < 1 || c.gpus > available)
+    throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + topo.name + " has " +
+                                          std::to_string(available) + " (use --nodes to grow a template topology)");
+  if (c.sp == 0) c.sp = c.gpus;
+  if (c.seq < 1) throw InputError("", 0, "--seq", "must be at least 1 token");
+  if (c.zero < 0 || c.zero > 3) throw InputError("", 0, "--zero", "ZeRO stages are 0, 1, 2 and 3");
+  if (c.zero_group == 0) c.zero_group = c.gpus;
+  if (c.zero_group < 1 || c.gpus % c.zero_group != 0)
+    throw InputError("", 0, "--zero-group", std::to_string(c.zero_group) + " does not divide the job's " +
+                                                std::to_string(c.gpus) + " GPUs");
+  if (c.zero == 0 && c.zero_group != c.gpus)
+    throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
+  if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
+}
+
 // `given` null: the calibration the config names (or the topology's).
-StepReport simulate_under(const StepConfig& in, const Calibration* given, const StepOptions& options) {
-  StepReport rep;
+StepSetup prepare(const StepConfig& in, const Calibration* given) {
+  StepSetup setup;
+  StepReport& rep = setup.report;
   rep.config = in;
   StepConfig& c = rep.config;
   rep.topology = load_topology(in.topology, in.overrides, gpu_kind_names());
@@ -108,27 +128,19 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   apply_calibration(rep.topology, rep.calibration);
   rep.model = load_model(in.model);
   rep.gpu_kind = rep.topology.gpu_kind;
-  const GpuKind& gpu = *lookup_gpu_kind(rep.gpu_kind);
+  setup.gpu = lookup_gpu_kind(rep.gpu_kind);
+  return setup;
+}
 
-  const int available = static_cast<int>(rep.topology.gpus.size());
-  if (c.gpus == 0) c.gpus = available;
-  if (c.gpus < 1 || c.gpus > available)
-    throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + rep.topology.name + " has " +
-                                          std::to_string(available) + " (use --nodes to grow a template topology)");
-  if (c.sp == 0) c.sp = c.gpus;
-  if (c.seq < 1) throw InputError("", 0, "--seq", "must be at least 1 token");
-  if (c.zero < 0 || c.zero > 3) throw InputError("", 0, "--zero", "ZeRO stages are 0, 1, 2 and 3");
-  if (c.zero_group == 0) c.zero_group = c.gpus;
-  if (c.zero_group < 1 || c.gpus % c.zero_group != 0)
-    throw InputError("", 0, "--zero-group", std::to_string(c.zero_group) + " does not divide the job's " +
-                                                std::to_string(c.gpus) + " GPUs");
-  if (c.zero == 0 && c.zero_group != c.gpus)
-    throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
-  if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
+StepReport simulate_under(const StepConfig& in, const Calibration* given, const StepOptions& options) {
+  StepSetup setup = prepare(in, given);
+  StepReport& rep = setup.report;
+  StepConfig& c = rep.config;
+  resolve_job(c, rep.topology);
   const ZeroPlan zero{c.zero, c.zero_group};
-  const CostModel cost{rep.model, gpu, rep.calibration.compute};
+  const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   MoveCache moves;
-  const Run run{rep.topology, rep.model, gpu, cost, c, zero, options, moves};
+  const Run run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, moves};
 
   // Every layout is checked before anything is simulated, so bad input fails fast.
   for (Strategy s : c.strategies) make_layout(c, rep.model, s, c.gpus, rep.topology.gpus_per_node);
@@ -148,7 +160,7 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   if (ulysses_step)
     for (StrategyResult& r : rep.results) r.speedup_vs_ulysses = *ulysses_step / r.step_s;
   if (trace) trace->finish();
-  return rep;
+  return std::move(rep);
 }
 }  // namespace
 
@@ -158,6 +170,20 @@ StepReport simulate_step(const StepConfig& in, const StepOptions& options) {
 
 StepReport simulate_step(const StepConfig& in, const Calibration& calibration, const StepOptions& options) {
   return simulate_under(in, &calibration, options);
+}
+
+StepSetup prepare_step(const StepConfig& config) { return prepare(config, nullptr); }
+
+StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
+                                 MoveCache& moves) {
+  StepConfig c = config;
+  resolve_job(c, setup.report.topology);
+  const StepReport& rep = setup.report;
+  const ZeroPlan zero{c.zero, c.zero_group};
+  const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
+  const StepOptions options;
+  const Run run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, moves};
+  return run_strategy(run, strategy, nullptr, 0);
 }
 
 }  // namespace basp

@@ -5,6 +5,7 @@
 
 #include "calibration.hpp"
 #include "engine.hpp"
+#include "gpu_kind.hpp"
 #include "memory_model.hpp"
 #include "model.hpp"
 #include "rank_fold.hpp"
@@ -65,6 +66,18 @@ struct StepOptions {
 
 // Throws InputError for bad input (exit 2).
 StepReport simulate_step(const StepConfig& config, const StepOptions& options = {});
+
+// The cluster (built and calibrated), model and GPU of a config, loaded once for many layouts
+// (basp plan): simulate_step loads them per call. `report` has no results and unresolved sizes.
+struct StepSetup {
+  StepReport report;
+  const GpuKind* gpu = nullptr;
+};
+StepSetup prepare_step(const StepConfig& config);
+// One strategy of `config` (whose topology, model and calibration must be the setup's) exactly
+// as simulate_step runs it, without the Ulysses baseline. Thread-safe for distinct `moves`.
+StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
+                                 MoveCache& moves);
 // The same under a calibration given as values (a fit trying parameters), not named by the config.
 StepReport simulate_step(const StepConfig& config, const Calibration& calibration,
                          const StepOptions& options = {});
