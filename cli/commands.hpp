@@ -13,5 +13,6 @@ void add_simulate_command(CLI::App& app, std::function<int()>& run);
 void add_sweep_command(CLI::App& app, std::function<int()>& run);
 void add_calibrate_command(CLI::App& app, std::function<int()>& run);
 void add_check_command(CLI::App& app, std::function<int()>& run);
+void add_plan_command(CLI::App& app, std::function<int()>& run);
 
 }  // namespace basp::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   basp::cli::add_collective_command(app, run);
   basp::cli::add_simulate_command(app, run);
   basp::cli::add_sweep_command(app, run);
+  basp::cli::add_plan_command(app, run);
   basp::cli::add_calibrate_command(app, run);
   basp::cli::add_check_command(app, run);
   try {

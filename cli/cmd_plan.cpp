@@ -1,0 +1,244 @@
+// `basp plan`: the best sequence-parallel layout for a job (cluster, model, sequence length,
+// global batch), searched over every layout the strategies allow; each plan says how to reproduce it.
+#include "commands.hpp"
+#include "input_error.hpp"
+#include "options.hpp"
+#include "plan.hpp"
+#include "units.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace basp::cli {
+namespace {
+
+struct PlanArgs {
+  TopologyOptions topo;
+  FormatOptions format;
+  std::string model = "llama-3.1-8b";
+  std::string seq = "128K";
+  long global_batch = 0;
+  int gpus = 0;
+  std::string memory_limit;
+  std::vector<std::string> strategies{"ulysses", "basp", "sp-dp", "ring", "usp"};
+  std::string calibration;
+  int top = 10;
+  int threads = 0;
+};
+
+std::string shown_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// The `basp simulate` arguments that reproduce a plan's figures (its strategy's row).
+std::vector<std::string> simulate_args(const PlanArgs& a, const PlanReport& r, const Plan& p) {
+  const StepConfig& c = p.candidate.config;
+  std::vector<std::string> args{"--topology", a.topo.topology};
+  const TopologyOverrides& o = a.topo.overrides;
+  if (o.nodes) args.insert(args.end(), {"--nodes", std::to_string(*o.nodes)});
+  if (o.oversubscription) args.insert(args.end(), {"--oversubscription", shown_number(*o.oversubscription)});
+  if (o.nodes_per_leaf) args.insert(args.end(), {"--nodes-per-leaf", std::to_string(*o.nodes_per_leaf)});
+  if (o.spines) args.insert(args.end(), {"--spines", std::to_string(*o.spines)});
+  if (!a.topo.ecmp.empty()) args.insert(args.end(), {"--ecmp", a.topo.ecmp});
+  if (!a.topo.cross_rail.empty()) args.insert(args.end(), {"--cross-rail", a.topo.cross_rail});
+  args.insert(args.end(), {"--model", a.model, "--seq", std::to_string(c.seq), "--gpus", std::to_string(r.gpus),
+                           "--calibration", r.setup.report.config.calibration, "--strategy",
+                           std::string(to_string(p.candidate.strategy)), "--sp", std::to_string(c.sp), "--batch",
+                           std::to_string(c.batch), "--zero", std::to_string(c.zero), "--zero-group",
+                           std::to_string(c.zero_group)});
+  if (p.candidate.strategy == Strategy::basp && c.placement == Placement::strided)
+    args.insert(args.end(), {"--placement", "strided"});
+  if (p.candidate.strategy == Strategy::sp_dp) args.insert(args.end(), {"--replica-batch", std::to_string(c.replica_batch)});
+  if (p.candidate.strategy == Strategy::usp)
+    args.insert(args.end(), {"--ulysses-degree", std::to_string(c.ulysses_degree)});
+  if (c.checkpointing) args.push_back("--checkpointing");
+  return args;
+}
+
+// The layout in a few words: "N=32 B=4 K=8 contiguous, DP 512 x 2 micro-steps".
+std::string layout_text(const Plan& p) {
+  const StepConfig& c = p.candidate.config;
+  std::string t = "N=" + std::to_string(c.sp);
+  switch (p.candidate.strategy) {
+    case Strategy::basp:
+      t += " B=" + std::to_string(c.batch) + " K=" + std::to_string(c.sp / c.batch) +
+           (c.placement == Placement::strided ? " strided" : "");
+      break;
+    case Strategy::sp_dp: t += " replica-batch " + std::to_string(c.replica_batch); break;
+    case Strategy::usp: t += " B=" + std::to_string(c.batch) + " U=" + std::to_string(c.ulysses_degree); break;
+    default: t += " B=" + std::to_string(c.batch); break;
+  }
+  return t;
+}
+
+nlohmann::ordered_json plan_json(const PlanArgs& a, const PlanReport& r, const Plan& p, int rank) {
+  const StepConfig& c = p.candidate.config;
+  const StrategyResult& x = p.result;
+  nlohmann::ordered_json j;
+  j["rank"] = rank;
+  j["strategy"] = to_string(p.candidate.strategy);
+  j["sp"] = c.sp;
+  j["batch"] = c.batch;
+  if (p.candidate.strategy == Strategy::basp) {
+    j["groups"] = c.batch;
+    j["group_size"] = c.sp / c.batch;
+    j["placement"] = c.placement == Placement::strided ? "strided" : "contiguous";
+  }
+  if (p.candidate.strategy == Strategy::sp_dp) j["replica_batch"] = c.replica_batch;
+  if (p.candidate.strategy == Strategy::usp) j["ulysses_degree"] = c.ulysses_degree;
+  j["dp"] = r.gpus / c.sp;
+  j["accumulation"] = p.candidate.accumulation;
+  j["zero"] = c.zero;
+  j["zero_group"] = c.zero_group;
+  j["checkpointing"] = c.checkpointing;
+  j["global_batch_s"] = p.global_batch_s;
+  j["step_s"] = x.step_s;
+  j["tokens_per_s"] = x.tokens_per_s;
+  j["mfu"] = x.mfu;
+  j["a2a_share"] = x.a2a_share;
+  j["speedup_vs_best_ulysses"] = p.speedup_vs_best_ulysses;
+  j["memory"] = {{"per_gpu_bytes", x.memory.total()},
+                 {"limit_bytes", r.memory_limit_bytes},
+                 {"headroom_bytes", r.memory_limit_bytes - x.memory.total()},
+                 {"fits", x.memory.total() <= r.memory_limit_bytes}};
+  j["engine"] = x.engine.engine;
+  j["simulate_args"] = simulate_args(a, r, p);
+  return j;
+}
+
+int run_plan(const PlanArgs& a) {
+  PlanQuestion q;
+  q.job.topology = a.topo.topology;
+  q.job.overrides = a.topo.resolved_overrides();
+  q.job.model = a.model;
+  q.job.seq = parse_tokens(a.seq, "--seq");
+  q.job.gpus = a.gpus;
+  q.job.calibration = a.calibration;
+  q.global_batch = a.global_batch;
+  q.strategies.clear();
+  for (const std::string& s : a.strategies) {
+    const Strategy strategy = *parse_strategy(s);  // CLI11 checked membership
+    for (Strategy seen : q.strategies)
+      if (seen == strategy) throw InputError("", 0, "--strategy", "'" + s + "' is named twice");
+    q.strategies.push_back(strategy);
+  }
+  if (!a.memory_limit.empty()) {
+    q.memory_limit_bytes = parse_flag_quantity("--memory-limit", a.memory_limit, Quantity::bytes);
+    if (!(q.memory_limit_bytes > 0)) throw InputError("", 0, "--memory-limit", "must be more than 0 bytes");
+  }
+  q.threads = a.threads;
+  const PlanReport r = plan(q);
+  const StepReport& rep = r.setup.report;
+  const int shown = std::min<int>(a.top, static_cast<int>(r.plans.size()));
+  int pruned = 0;
+  for (const auto& [why, n] : r.pruned) pruned += n;
+
+  if (a.format.format() == Format::json) {
+    nlohmann::ordered_json j;
+    j["config"] = {{"topology", rep.topology.name}, {"gpus", r.gpus}, {"nodes", rep.topology.nodes},
+                   {"gpu", rep.gpu_kind}, {"model", rep.model.name}, {"seq", q.job.seq},
+                   {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
+                   {"calibration", rep.config.calibration}, {"strategies", a.strategies}};
+    j["enumerated"] = r.enumerated;
+    j["evaluated"] = r.plans.size();
+    j["pruned"] = r.pruned;
+    int feasible = 0;
+    for (const Plan& p : r.plans) feasible += p.result.memory.total() <= r.memory_limit_bytes;
+    j["feasible"] = feasible;
+    j["wall_s"] = r.wall_s;
+    j["plans"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(a, r, r.plans[i], int(i) + 1));
+    j["pareto_front"] = nlohmann::json::array();
+    for (const Plan* p : pareto_front(r.plans)) j["pareto_front"].push_back(int(p - r.plans.data()) + 1);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  if (a.format.format() == Format::csv) {
+    std::cout << "rank,strategy,sp,batch,placement,ulysses_degree,replica_batch,dp,accumulation,zero,zero_group,"
+                 "checkpointing,global_batch_s,step_s,tokens_per_s,mfu,a2a_share,memory_bytes,speedup_vs_best_ulysses\n";
+    for (std::size_t i = 0; i < r.plans.size(); ++i) {
+      const Plan& p = r.plans[i];
+      const StepConfig& c = p.candidate.config;
+      std::cout << i + 1 << "," << to_string(p.candidate.strategy) << "," << c.sp << "," << c.batch << ","
+                << (c.placement == Placement::strided ? "strided" : "contiguous") << "," << c.ulysses_degree << ","
+                << c.replica_batch << "," << r.gpus / c.sp << "," << p.candidate.accumulation << "," << c.zero
+                << "," << c.zero_group << "," << c.checkpointing << "," << shown_number(p.global_batch_s) << ","
+                << shown_number(p.result.step_s) << "," << shown_number(p.result.tokens_per_s) << ","
+                << shown_number(p.result.mfu) << "," << shown_number(p.result.a2a_share) << ","
+                << shown_number(p.result.memory.total()) << "," << shown_number(p.speedup_vs_best_ulysses) << "\n";
+    }
+    return 0;
+  }
+  std::printf("# plan: %s, %ld tokens per sequence, %ld sequences per optimizer step\n", rep.model.name.c_str(),
+              q.job.seq, q.global_batch);
+  std::printf("# on %s: %d GPUs (%d nodes x %d %s), memory limit %s per GPU, calibration %s\n",
+              rep.topology.name.c_str(), r.gpus, rep.topology.nodes, rep.topology.gpus_per_node, rep.gpu_kind.c_str(),
+              format_bytes(r.memory_limit_bytes).c_str(), rep.config.calibration.c_str());
+  std::printf("# %d layouts: %zu simulated, %d not (", r.enumerated, r.plans.size(), pruned);
+  bool first = true;
+  for (const auto& [why, n] : r.pruned) {
+    std::printf("%s%d %s", first ? "" : ", ", n, why.c_str());
+    first = false;
+  }
+  std::printf("), in %.2f s\n#\n", r.wall_s);
+  std::printf("%4s %-8s %-26s %5s %6s %-9s %4s %11s %12s %6s %6s %10s %8s\n", "rank", "strategy", "layout", "DP",
+              "accum", "ZeRO", "ckpt", "per batch", "tokens/s", "MFU", "a2a", "memory", "vs Uly.");
+  auto row = [&](const Plan& p, int rank) {
+    const StepConfig& c = p.candidate.config;
+    const std::string zero = c.zero == 0 ? "0" : std::to_string(c.zero) + "/" + std::to_string(c.zero_group);
+    std::printf("%4d %-8s %-26s %5d %6ld %-9s %4s %11s %12.4g %5.1f%% %5.1f%% %10s %7.3fx\n", rank,
+                std::string(to_string(p.candidate.strategy)).c_str(), layout_text(p).c_str(), r.gpus / c.sp,
+                p.candidate.accumulation, zero.c_str(), c.checkpointing ? "yes" : "no",
+                format_time(p.global_batch_s).c_str(), p.result.tokens_per_s, 100 * p.result.mfu,
+                100 * p.result.a2a_share, format_bytes(p.result.memory.total()).c_str(), p.speedup_vs_best_ulysses);
+  };
+  for (int i = 0; i < shown; ++i) row(r.plans[i], i + 1);
+  std::printf("#\n# best per strategy\n");
+  for (Strategy s : q.strategies)
+    for (std::size_t i = 0; i < r.plans.size(); ++i)
+      if (r.plans[i].candidate.strategy == s) {
+        row(r.plans[i], int(i) + 1);
+        break;
+      }
+  std::printf("#\n# Pareto front: throughput against memory per GPU (none is faster with less memory)\n");
+  for (const Plan* p : pareto_front(r.plans)) row(*p, int(p - r.plans.data()) + 1);
+  std::printf("#\n# reproduce the best: basp simulate");
+  for (const std::string& arg : simulate_args(a, r, r.plans.front())) std::printf(" %s", arg.c_str());
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, std::function<int()>& run) {
+  auto a = std::make_shared<PlanArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "Search every sequence-parallel layout of a job for the fastest that fits (time per global batch)");
+  a->topo.add_to(*sub, "dgx-h100");
+  a->format.add_to(*sub);
+  sub->add_option("--model,-m", a->model, "Shipped model name (models/NAME.yaml) or a YAML file")->capture_default_str();
+  sub->add_option("--seq", a->seq, "Tokens per sequence (16384, 16K, 128K)")->capture_default_str();
+  sub->add_option("--global-batch", a->global_batch, "Sequences per optimizer step")
+      ->required()->check(CLI::Range(1L, 1L << 40));
+  sub->add_option("--gpus", a->gpus, "GPUs of the job (0 = every GPU of the topology)")
+      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+  sub->add_option("--memory-limit", a->memory_limit,
+                  "Memory per GPU a plan may use, e.g. 72GiB (default: the GPU's HBM; the memory model "
+                  "counts the runtime's reserve)");
+  sub->add_option("--strategy,-s", a->strategies, "Strategies to search: ulysses, basp, sp-dp, ring, usp")
+      ->delimiter(',')->check(CLI::IsMember({"ulysses", "basp", "sp-dp", "ring", "usp"}))->capture_default_str();
+  sub->add_option("--calibration", a->calibration,
+                  "Calibration name or file (default: the topology's own; 'none': documented defaults)");
+  sub->add_option("--top", a->top, "Plans shown in the table (JSON and CSV list all)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  sub->add_option("--threads", a->threads, "Configurations simulated at once (0 = every core)")
+      ->check(CLI::Range(0, 1024))->capture_default_str();
+  sub->callback([a, &run] { run = [a] { return run_plan(*a); }; });
+}
+
+}  // namespace basp::cli

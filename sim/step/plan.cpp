@@ -1,0 +1,231 @@
+// Enumerates a job's layouts (SP degree, micro-batch, grouping and placement, DP and gradient
+// accumulation, ZeRO stage and shard group, checkpointing), prunes, simulates in parallel, ranks.
+#include "plan.hpp"
+
+#include "input_error.hpp"
+#include "memory_model.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace basp {
+namespace {
+
+std::vector<long> divisors(long n) {
+  std::vector<long> out;
+  for (long d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+// Two layouts with equal keys build the same step graph (e.g. SP×DP and Ulysses of the same
+// degree, BASP with one group and Ulysses): only the first is simulated.
+std::string layout_key(const Layout& l, const StepConfig& c) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&](long v) { h = (h ^ std::uint64_t(v)) * 0x100000001b3ULL; };
+  for (const auto* groups : {&l.a2a_groups, &l.ring_groups}) {
+    mix(-1);
+    for (const auto& g : *groups) {
+      mix(-2);
+      for (int r : g) mix(r);
+    }
+  }
+  std::ostringstream k;
+  k.precision(17);
+  k << l.sp << ' ' << l.a2a_size << ' ' << l.ring_size << ' ' << l.tokens_per_rank << ' ' << l.sequences << ' '
+    << l.attention_heads << ' ' << l.attention_blocks << ' ' << l.block_queries << ' ' << l.block_keys << ' '
+    << l.q_bytes << ' ' << l.kv_bytes << ' ' << l.ring_kv_bytes << ' ' << h << ' ' << c.zero << ' '
+    << c.zero_group << ' ' << c.checkpointing;
+  return k.str();
+}
+
+// The configs of one strategy before the job-wide choices (ZeRO, checkpointing).
+std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int gpus) {
+  std::vector<StepConfig> out;
+  StepConfig c = q.job;
+  c.gpus = gpus;
+  c.strategies = {s};
+  for (long n : divisors(gpus)) {
+    const long dp = gpus / n;
+    c.sp = static_cast<int>(n);
+    if (s == Strategy::sp_dp) {
+      // Ulysses of degree K = N with B = 1; replicas hold replica_batch sequences each.
+      if (q.global_batch % dp != 0) continue;
+      for (long rb : divisors(q.global_batch / dp)) {
+        c.batch = 1;
+        c.replica_batch = static_cast<int>(rb);
+        out.push_back(c);
+      }
+      continue;
+    }
+    c.replica_batch = 1;
+    if (q.global_batch % dp != 0) continue;
+    for (long b : divisors(q.global_batch / dp)) {
+      c.batch = static_cast<int>(b);
+      if (s == Strategy::basp) {
+        if (n % b != 0) continue;
+        c.placement = Placement::contiguous;
+        out.push_back(c);
+        if (b > 1 && n / b > 1) {
+          c.placement = Placement::strided;
+          out.push_back(c);
+        }
+      } else if (s == Strategy::usp) {
+        for (long u : divisors(n)) {
+          if (u == 1 || u == n) continue;  // plain ring and plain Ulysses
+          c.ulysses_degree = static_cast<int>(u);
+          out.push_back(c);
+        }
+        c.ulysses_degree = 0;
+      } else {
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+std::string gib(double bytes) {
+  std::ostringstream o;
+  o.precision(3);
+  o << bytes / (1024.0 * 1024.0 * 1024.0) << " GiB";
+  return o.str();
+}
+
+}  // namespace
+
+std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetup& setup, int gpus,
+                                           double memory_limit_bytes, std::map<std::string, int>& pruned) {
+  const StepReport& rep = setup.report;
+  const int per_node = rep.topology.gpus_per_node;
+  std::vector<PlanCandidate> out;
+  std::set<std::string> seen;
+  for (Strategy s : q.strategies)
+    for (StepConfig c : strategy_shapes(q, s, gpus)) {
+      // ZeRO: no sharding, or stage 1-3 over the whole job, an SP group or a node.
+      std::vector<std::pair<int, int>> zeros{{0, gpus}};
+      std::set<int> shard_groups{gpus, c.sp, per_node};
+      for (int stage = 1; stage <= 3; ++stage)
+        for (auto it = shard_groups.rbegin(); it != shard_groups.rend(); ++it)
+          if (*it >= 1 && gpus % *it == 0) zeros.push_back({stage, *it});
+      for (auto [stage, group] : zeros)
+        for (bool checkpointing : {false, true}) {
+          c.zero = stage;
+          c.zero_group = group;
+          c.checkpointing = checkpointing;
+          Layout layout;
+          try {
+            layout = make_layout(c, rep.model, s, gpus, per_node);
+          } catch (const InputError& e) {
+            ++pruned["strategy constraint (" + e.field + ")"];
+            continue;
+          }
+          if (!seen.insert(layout_key(layout, c)).second) {
+            ++pruned["same layout as one listed before"];
+            continue;
+          }
+          const double memory = memory_per_gpu(rep.model, layout, ZeroPlan{stage, group}, checkpointing).total();
+          if (memory > memory_limit_bytes) {
+            ++pruned["does not fit in memory"];
+            continue;
+          }
+          const long per_step = std::lround(layout.sequences);
+          out.push_back({s, c, q.global_batch / per_step, memory});
+        }
+    }
+  return out;
+}
+
+PlanReport plan(const PlanQuestion& q) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (q.global_batch < 1) throw InputError("", 0, "--global-batch", "must be at least 1 sequence");
+  if (q.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
+  PlanReport r;
+  r.setup = prepare_step(q.job);
+  const StepReport& rep = r.setup.report;
+  const int available = static_cast<int>(rep.topology.gpus.size());
+  r.gpus = q.job.gpus == 0 ? available : q.job.gpus;
+  if (r.gpus < 1 || r.gpus > available)
+    throw InputError("", 0, "--gpus", std::to_string(r.gpus) + " GPUs asked for; " + rep.topology.name + " has " +
+                                          std::to_string(available) + " (use --nodes to grow a template topology)");
+  if (q.job.seq < 1) throw InputError("", 0, "--seq", "must be at least 1 token");
+  r.memory_limit_bytes = q.memory_limit_bytes > 0 ? q.memory_limit_bytes : r.setup.gpu->hbm_bytes;
+
+  std::map<std::string, int> pruned;
+  const std::vector<PlanCandidate> candidates = enumerate_plans(q, r.setup, r.gpus, r.memory_limit_bytes, pruned);
+  for (const auto& [why, n] : pruned) r.enumerated += n;
+  r.enumerated += static_cast<int>(candidates.size());
+  r.pruned = pruned;
+  if (candidates.empty()) {
+    const int memory = pruned.count("does not fit in memory") ? pruned.at("does not fit in memory") : 0;
+    if (memory > 0)
+      throw InputError("", 0, "--memory-limit",
+                       "none of the " + std::to_string(memory) + " layouts that reach the global batch fits in " +
+                           gib(r.memory_limit_bytes) + " per GPU (more GPUs, a shorter sequence or checkpointing "
+                           "may help)");
+    throw InputError("", 0, "--global-batch",
+                     "no layout of the strategies asked for reaches " + std::to_string(q.global_batch) +
+                         " sequences per optimizer step on " + std::to_string(r.gpus) +
+                         " GPUs: DP x micro-batch must divide it (DP = GPUs / SP degree)");
+  }
+
+  // Simulated in parallel; each result lands in its candidate's slot, so the output does not
+  // depend on the thread count.
+  std::vector<StrategyResult> results(candidates.size());
+  std::vector<std::exception_ptr> errors(candidates.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    MoveCache moves;
+    for (std::size_t i = next++; i < candidates.size(); i = next++) {
+      try {
+        results[i] = simulate_strategy(r.setup, candidates[i].config, candidates[i].strategy, moves);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const int threads = std::max(1, std::min<int>(q.threads > 0 ? q.threads : int(std::thread::hardware_concurrency()),
+                                                int(candidates.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    Plan p{candidates[i], std::move(results[i]), 0, 0};
+    p.global_batch_s = p.result.step_s * double(p.candidate.accumulation);
+    r.plans.push_back(std::move(p));
+  }
+  std::stable_sort(r.plans.begin(), r.plans.end(),
+                   [](const Plan& a, const Plan& b) { return a.global_batch_s < b.global_batch_s; });
+  double best_ulysses = 0;
+  for (const Plan& p : r.plans)
+    if (p.candidate.strategy == Strategy::ulysses) best_ulysses = std::max(best_ulysses, p.result.tokens_per_s);
+  for (Plan& p : r.plans) p.speedup_vs_best_ulysses = best_ulysses > 0 ? p.result.tokens_per_s / best_ulysses : 0;
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::vector<const Plan*> pareto_front(const std::vector<Plan>& plans) {
+  std::vector<const Plan*> by_memory;
+  for (const Plan& p : plans) by_memory.push_back(&p);
+  std::stable_sort(by_memory.begin(), by_memory.end(), [](const Plan* a, const Plan* b) {
+    if (a->candidate.memory_bytes != b->candidate.memory_bytes) return a->candidate.memory_bytes < b->candidate.memory_bytes;
+    return a->result.tokens_per_s > b->result.tokens_per_s;
+  });
+  std::vector<const Plan*> front;
+  for (const Plan* p : by_memory)
+    if (front.empty() || p->result.tokens_per_s > front.back()->result.tokens_per_s) front.push_back(p);
+  return front;
+}
+
+}  // namespace basp

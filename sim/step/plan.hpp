@@ -1,0 +1,59 @@
+// The search behind `basp plan`: every layout of a job that the strategies allow and that reaches
+// the global batch, pruned by the memory model before simulation, simulated as `simulate` does.
+#pragma once
+
+#include "step_config.hpp"
+#include "step_run.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace basp {
+
+struct PlanQuestion {
+  StepConfig job;          // topology, overrides, model, seq, gpus (0: all), calibration, engine
+  long global_batch = 0;   // sequences per optimizer step
+  std::vector<Strategy> strategies{Strategy::ulysses, Strategy::basp, Strategy::sp_dp, Strategy::ring,
+                                   Strategy::usp};
+  double memory_limit_bytes = 0;  // per GPU; 0: the GPU's HBM (the memory model counts the runtime reserve)
+  int threads = 0;                // 0: every core
+};
+
+// One layout: `config` is what `basp simulate` gets for it (one strategy), run `accumulation`
+// times (micro-steps) per optimizer step.
+struct PlanCandidate {
+  Strategy strategy = Strategy::ulysses;
+  StepConfig config;
+  long accumulation = 1;
+  double memory_bytes = 0;  // the memory model's peak per GPU
+};
+
+struct Plan {
+  PlanCandidate candidate;
+  StrategyResult result;       // of one micro-step, as `basp simulate` reports it
+  double global_batch_s = 0;   // accumulation × step time (gradient reduction runs every micro-step)
+  double speedup_vs_best_ulysses = 0;  // tokens/s over the best Ulysses plan's (0: no Ulysses plan)
+};
+
+struct PlanReport {
+  StepSetup setup;
+  int gpus = 0;
+  double memory_limit_bytes = 0;
+  int enumerated = 0;                   // layouts considered
+  std::map<std::string, int> pruned;    // reason -> layouts not simulated
+  std::vector<Plan> plans;              // simulated, fastest per global batch first
+  double wall_s = 0;
+};
+
+// The layouts to simulate, in a fixed order; what is left out is counted in `pruned` by reason.
+std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetup& setup, int gpus,
+                                           double memory_limit_bytes, std::map<std::string, int>& pruned);
+
+// Throws InputError (exit 2) when no layout reaches the global batch or none fits in memory.
+PlanReport plan(const PlanQuestion& q);
+
+// Plans no other beats in both throughput and memory per GPU, by memory ascending.
+std::vector<const Plan*> pareto_front(const std::vector<Plan>& plans);
+
+}  // namespace basp
