@@ -1,0 +1,156 @@
+// `basp plan`: the enumeration (constraints, the global batch, no duplicate layouts), pruning
+// (memory never drops a plan that fits; duplicates simulate alike), determinism over threads,
+// simulate_args reproducing a plan, and bad input exiting 2.
+#include "cli_helpers.hpp"
+#include "memory_model.hpp"
+#include "plan.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <tuple>
+
+using namespace basp;
+using basp::test::basp_cli;
+using basp::test::Run;
+
+namespace {
+
+// 16 H100s (two DGX nodes), Llama-3.2-1B (32 heads, 8 KV heads), 8K tokens, 32 sequences per step.
+PlanQuestion small_question() {
+  PlanQuestion q;
+  q.job.topology = "dgx-h100";
+  q.job.overrides.nodes = 2;
+  q.job.model = "llama-3.2-1b";
+  q.job.seq = 8192;
+  q.global_batch = 32;
+  q.threads = 2;
+  return q;
+}
+
+auto shape(const PlanCandidate& c) {
+  const StepConfig& x = c.config;
+  return std::tuple(int(c.strategy), x.sp, x.batch, int(x.placement), x.ulysses_degree, x.replica_batch, x.zero,
+                    x.zero_group, x.checkpointing);
+}
+
+}  // namespace
+
+// System: 16 GPUs, all five strategies. Expectations: every candidate is a valid layout that
+// reaches the global batch exactly and fits; no shape is listed twice; what was left out adds up.
+TEST_CASE("plan: every candidate is a valid layout that reaches the global batch and fits") {
+  const PlanQuestion q = small_question();
+  const StepSetup setup = prepare_step(q.job);
+  std::map<std::string, int> pruned;
+  const double limit = setup.gpu->hbm_bytes;
+  const auto candidates = enumerate_plans(q, setup, 16, limit, pruned);
+  REQUIRE(candidates.size() > 50);
+  std::set<decltype(shape(candidates.front()))> shapes;
+  std::set<Strategy> strategies;
+  for (const PlanCandidate& c : candidates) {
+    CHECK(shapes.insert(shape(c)).second);
+    strategies.insert(c.strategy);
+    const Layout l = make_layout(c.config, setup.report.model, c.strategy, 16, 8);
+    CHECK(std::lround(l.sequences) * c.accumulation == q.global_batch);
+    CHECK(c.memory_bytes <= limit);
+    CHECK(c.memory_bytes ==
+          memory_per_gpu(setup.report.model, l, ZeroPlan{c.config.zero, c.config.zero_group}, c.config.checkpointing)
+              .total());
+    CHECK(16 % c.config.zero_group == 0);
+  }
+  // SP×DP is Ulysses of its degree: every one of its layouts was listed under Ulysses first.
+  CHECK(strategies == std::set<Strategy>{Strategy::ulysses, Strategy::basp, Strategy::ring, Strategy::usp});
+  CHECK(pruned.at("same layout as one listed before") > 0);
+}
+
+// System: layouts the planner calls the same. Expectations: they simulate to the same step.
+TEST_CASE("plan: layouts pruned as duplicates simulate exactly like the one kept") {
+  const PlanQuestion q = small_question();
+  const StepSetup setup = prepare_step(q.job);
+  MoveCache moves;
+  StepConfig c = q.job;
+  c.gpus = 16;
+  c.sp = 8;
+  c.batch = 2;
+  const double ulysses = simulate_strategy(setup, c, Strategy::ulysses, moves).step_s;
+  StepConfig spdp = c;
+  spdp.batch = 1;
+  spdp.replica_batch = 2;  // Ulysses of degree 8, two sequences per replica
+  CHECK(simulate_strategy(setup, spdp, Strategy::sp_dp, moves).step_s == ulysses);
+  c.batch = 1;
+  CHECK(simulate_strategy(setup, c, Strategy::basp, moves).step_s ==
+        simulate_strategy(setup, c, Strategy::ulysses, moves).step_s);
+}
+
+// System: the same question with a generous and a tight memory limit, one and two threads.
+// Expectations: the tight search's plans are exactly the generous search's plans that fit the
+// tight limit, with the same figures in the same order; the thread count changes nothing.
+TEST_CASE("plan: pruning by memory drops only plans that do not fit; threads do not change the result") {
+  PlanQuestion q = small_question();
+  q.strategies = {Strategy::ulysses, Strategy::basp};
+  q.memory_limit_bytes = 1e15;
+  const PlanReport all = plan(q);
+  q.memory_limit_bytes = 24e9;
+  q.threads = 1;
+  const PlanReport tight = plan(q);
+  std::vector<const Plan*> expected;
+  for (const Plan& p : all.plans)
+    if (p.candidate.memory_bytes <= 24e9) expected.push_back(&p);
+  REQUIRE(!expected.empty());
+  REQUIRE(expected.size() < all.plans.size());
+  REQUIRE(tight.plans.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CHECK(shape(tight.plans[i].candidate) == shape(expected[i]->candidate));
+    CHECK(tight.plans[i].global_batch_s == expected[i]->global_batch_s);
+  }
+  CHECK(tight.plans.front().global_batch_s >= all.plans.front().global_batch_s);
+  const auto front = pareto_front(all.plans);
+  for (std::size_t i = 1; i < front.size(); ++i) {
+    CHECK(front[i]->candidate.memory_bytes >= front[i - 1]->candidate.memory_bytes);
+    CHECK(front[i]->result.tokens_per_s > front[i - 1]->result.tokens_per_s);
+  }
+}
+
+// System: `basp plan --json` on 16 GPUs. Expectations: the documented keys; plans ranked by time
+// per global batch; `basp simulate` with the best plan's simulate_args gives its tokens/s exactly.
+TEST_CASE("plan: --json ranks plans and simulate_args reproduces the best one exactly") {
+  const Run r = basp_cli("plan --topology dgx-h100 --nodes 2 --model llama-3.2-1b --seq 8K --global-batch 32 "
+                         "--strategy ulysses,basp --json", false);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"config", "enumerated", "evaluated", "pruned", "feasible", "wall_s", "plans"})
+    CHECK(j.contains(key));
+  const auto& plans = j["plans"];
+  REQUIRE(plans.size() == j["evaluated"].get<std::size_t>());
+  for (std::size_t i = 1; i < plans.size(); ++i)
+    CHECK(plans[i]["global_batch_s"].get<double>() >= plans[i - 1]["global_batch_s"].get<double>());
+  const auto& best = plans[0];
+  CHECK(best["memory"]["fits"].get<bool>());
+  for (const char* key : {"strategy", "tokens_per_s", "step_s", "memory", "simulate_args", "sp", "batch", "dp",
+                          "accumulation", "zero", "zero_group", "checkpointing"})
+    CHECK(best.contains(key));
+  std::string args;
+  for (const auto& a : best["simulate_args"]) args += " '" + a.get<std::string>() + "'";
+  const Run sim = basp_cli("simulate" + args + " --json", false);
+  REQUIRE(sim.code == 0);
+  const auto s = nlohmann::json::parse(sim.out);
+  REQUIRE(s["results"].size() == 1);
+  CHECK(s["results"][0]["strategy"] == best["strategy"]);
+  CHECK(s["results"][0]["tokens_per_s"].get<double>() == best["tokens_per_s"].get<double>());
+}
+
+// System: questions without an answer. Expectations: one clear message naming the flag, exit 2.
+TEST_CASE("plan: an impossible global batch, nothing that fits, bad flags: exit 2") {
+  const std::string job = "plan --topology dgx-h100 --nodes 2 --model llama-3.2-1b ";
+  const Run batch = basp_cli(job + "--seq 1000 --global-batch 1 --strategy ulysses");
+  CHECK(batch.code == 2);
+  CHECK_THAT(batch.out, Catch::Contains("--global-batch") && Catch::Contains("1 sequences per optimizer step"));
+  const Run memory = basp_cli(job + "--seq 8K --global-batch 32 --memory-limit 1GiB");
+  CHECK(memory.code == 2);
+  CHECK_THAT(memory.out, Catch::Contains("--memory-limit") && Catch::Contains("fits in 1 GiB"));
+  CHECK(basp_cli(job + "--seq 8K --global-batch 32 --memory-limit lots").code == 2);
+  CHECK(basp_cli(job + "--seq 8K --global-batch 32 --strategy ulysses,ulysses").code == 2);
+  CHECK(basp_cli(job + "--seq 8K").code == 2);  // --global-batch is required
+  CHECK(basp_cli(job + "--seq 8K --global-batch 32 --gpus 17").code == 2);
+}
