@@ -86,7 +86,7 @@ TEST_CASE("plan: layouts pruned as duplicates simulate exactly like the one kept
 // System: the same question with a generous and a tight memory limit, one and two threads.
 // Expectations: the tight search's plans are exactly the generous search's plans that fit the
 // tight limit, with the same figures in the same order; the thread count changes nothing.
-TEST_CASE("plan: pruning by memory drops only plans that do not fit; threads do not change the result") {
+TEST_CASE("plan: pruning by memory drops only plans that do not fit, and threads change nothing") {
   PlanQuestion q = small_question();
   q.strategies = {Strategy::ulysses, Strategy::basp};
   q.memory_limit_bytes = 1e15;

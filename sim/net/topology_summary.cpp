@@ -9,6 +9,7 @@
 #include <boost/graph/push_relabel_max_flow.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -17,37 +18,44 @@
 namespace basp {
 namespace {
 
-// Max-flow from the GPUs `in_first_half` says yes to, to all the others (one direction).
+// Max-flow from the GPUs `in_first_half` says yes to, to all the others (one direction). In whole
+// bytes per second: push-relabel on doubles can end a hair off conservation, which Boost asserts.
 double bisection(const Topology& topo, const std::vector<char>& in_first_half) {
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
   using FlowGraph = boost::adjacency_list<
       boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-      boost::property<boost::edge_capacity_t, double,
-                      boost::property<boost::edge_residual_capacity_t, double,
+      boost::property<boost::edge_capacity_t, long long,
+                      boost::property<boost::edge_residual_capacity_t, long long,
                                       boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
   const std::size_t n = boost::num_vertices(topo.graph);
   FlowGraph fg(n + 2);
   const auto source = n, sink = n + 1;
   auto cap = boost::get(boost::edge_capacity, fg);
   auto rev = boost::get(boost::edge_reverse, fg);
-  auto add = [&](std::size_t a, std::size_t b, double c) {
+  auto add = [&](std::size_t a, std::size_t b, long long c) {
     auto e = boost::add_edge(a, b, fg).first;
     auto r = boost::add_edge(b, a, fg).first;
     cap[e] = c;
-    cap[r] = 0.0;
+    cap[r] = 0;
     rev[e] = r;
     rev[r] = e;
   };
-  double total = 0.0;
+  // A GPU's edge from the source (to the sink) carries what its links can send (receive), so it
+  // never limits the flow, and the sums stay far from overflow.
+  std::vector<long long> out(n, 0), in(n, 0);
   for (int id = 0; id < topo.link_count(); ++id) {
-    add(topo.link(id).from, topo.link(id).to, topo.link(id).capacity_Bps);
-    total += topo.link(id).capacity_Bps;
+    const Link& l = topo.link(id);
+    const long long c = std::max(1LL, std::llround(l.capacity_Bps));
+    add(l.from, l.to, c);
+    out[l.from] += c;
+    in[l.to] += c;
   }
   for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
-    if (in_first_half[i]) add(source, topo.gpus[i], total);
-    else add(topo.gpus[i], sink, total);
+    const VertexId g = topo.gpus[i];
+    if (in_first_half[i]) add(source, g, out[g]);
+    else add(g, sink, in[g]);
   }
-  return boost::push_relabel_max_flow(fg, source, sink);
+  return double(boost::push_relabel_max_flow(fg, source, sink));
 }
 
 // `shown` holds the routes' ranks; `local` maps a rank of the cluster to shown's rank.
