@@ -27,6 +27,7 @@ struct PlanArgs {
   std::string calibration;
   int top = 10;
   int threads = 0;
+  bool exhaustive = false;
 };
 
 std::string shown_number(double v) {
@@ -132,6 +133,7 @@ int run_plan(const PlanArgs& a) {
     if (!(q.memory_limit_bytes > 0)) throw InputError("", 0, "--memory-limit", "must be more than 0 bytes");
   }
   q.threads = a.threads;
+  q.exhaustive = a.exhaustive;
   const PlanReport r = plan(q);
   const StepReport& rep = r.setup.report;
   const int shown = std::min<int>(a.top, static_cast<int>(r.plans.size()));
@@ -238,6 +240,8 @@ void add_plan_command(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   sub->add_option("--threads", a->threads, "Configurations simulated at once (0 = every core)")
       ->check(CLI::Range(0, 1024))->capture_default_str();
+  sub->add_flag("--exhaustive", a->exhaustive,
+                "Simulate every layout that fits, also those whose compute alone is slower than the best found");
   sub->callback([a, &run] { run = [a] { return run_plan(*a); }; });
 }
 

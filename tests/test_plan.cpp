@@ -89,6 +89,7 @@ TEST_CASE("plan: layouts pruned as duplicates simulate exactly like the one kept
 TEST_CASE("plan: pruning by memory drops only plans that do not fit, and threads change nothing") {
   PlanQuestion q = small_question();
   q.strategies = {Strategy::ulysses, Strategy::basp};
+  q.exhaustive = true;
   q.memory_limit_bytes = 1e15;
   const PlanReport all = plan(q);
   q.memory_limit_bytes = 24e9;
@@ -110,6 +111,26 @@ TEST_CASE("plan: pruning by memory drops only plans that do not fit, and threads
     CHECK(front[i]->candidate.memory_bytes >= front[i - 1]->candidate.memory_bytes);
     CHECK(front[i]->result.tokens_per_s > front[i - 1]->result.tokens_per_s);
   }
+}
+
+// System: the small question, searched exhaustively and with pruning by the compute-only bound.
+// Expectations: the bound never exceeds a simulated time; the pruned search simulates fewer
+// layouts, finds the same best plan, and every plan it left out is slower than that best.
+TEST_CASE("plan: the compute-only bound never drops the best plan") {
+  PlanQuestion q = small_question();
+  q.exhaustive = true;
+  const PlanReport all = plan(q);
+  q.exhaustive = false;
+  const PlanReport pruned = plan(q);
+  for (const Plan& p : all.plans) CHECK(p.candidate.bound_s <= p.global_batch_s * (1 + 1e-12));
+  CHECK(pruned.plans.size() < all.plans.size());
+  REQUIRE(pruned.pruned.count("cannot beat the best found (compute alone)"));
+  CHECK(shape(pruned.plans.front().candidate) == shape(all.plans.front().candidate));
+  CHECK(pruned.plans.front().global_batch_s == all.plans.front().global_batch_s);
+  std::set<decltype(shape(pruned.plans.front().candidate))> kept;
+  for (const Plan& p : pruned.plans) kept.insert(shape(p.candidate));
+  for (const Plan& p : all.plans)
+    if (!kept.count(shape(p.candidate))) CHECK(p.global_batch_s > pruned.plans.front().global_batch_s);
 }
 
 // System: `basp plan --json` on 16 GPUs. Expectations: the documented keys; plans ranked by time

@@ -3,7 +3,10 @@
 #include "plan.hpp"
 
 #include "input_error.hpp"
+#include "cost_model.hpp"
 #include "memory_model.hpp"
+#include "step_graph.hpp"
+#include "units.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -92,11 +96,17 @@ std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int g
   return out;
 }
 
-std::string gib(double bytes) {
-  std::ostringstream o;
-  o.precision(3);
-  o << bytes / (1024.0 * 1024.0 * 1024.0) << " GiB";
-  return o.str();
+// The compute stream's tasks of one micro-step in the order build_step chains them.
+double compute_only_s(const CostModel& cost, const Layout& layout, const ZeroPlan& zero, bool checkpointing,
+                      int layers) {
+  const StepCosts c = step_costs(cost, layout, zero);
+  const double attention_steps = layout.ring_size > 1 ? layout.ring_size : 1;
+  const double forward = c.pre_attention[0].time_s + attention_steps * c.attention_block[0].time_s +
+                         c.post_attention[0].time_s;
+  const double backward = c.post_attention[1].time_s + attention_steps * c.attention_block[1].time_s +
+                          c.pre_attention[1].time_s;
+  return c.embedding[0].time_s + layers * forward + c.lm_head[0].time_s + c.lm_head[1].time_s +
+         layers * ((checkpointing ? forward : 0.0) + backward) + c.embedding[1].time_s + c.optimizer.time_s;
 }
 
 }  // namespace
@@ -105,6 +115,7 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
                                            double memory_limit_bytes, std::map<std::string, int>& pruned) {
   const StepReport& rep = setup.report;
   const int per_node = rep.topology.gpus_per_node;
+  const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   std::vector<PlanCandidate> out;
   std::set<std::string> seen;
   for (Strategy s : q.strategies)
@@ -137,7 +148,10 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
             continue;
           }
           const long per_step = std::lround(layout.sequences);
-          out.push_back({s, c, q.global_batch / per_step, memory});
+          const long accumulation = q.global_batch / per_step;
+          out.push_back({s, c, accumulation, memory,
+                         double(accumulation) * compute_only_s(cost, layout, ZeroPlan{stage, group}, checkpointing,
+                                                               rep.model.layers)});
         }
     }
   return out;
@@ -168,7 +182,7 @@ PlanReport plan(const PlanQuestion& q) {
     if (memory > 0)
       throw InputError("", 0, "--memory-limit",
                        "none of the " + std::to_string(memory) + " layouts that reach the global batch fits in " +
-                           gib(r.memory_limit_bytes) + " per GPU (more GPUs, a shorter sequence or checkpointing "
+                           format_bytes(r.memory_limit_bytes) + " per GPU (more GPUs, a shorter sequence or checkpointing "
                            "may help)");
     throw InputError("", 0, "--global-batch",
                      "no layout of the strategies asked for reaches " + std::to_string(q.global_batch) +
@@ -176,31 +190,52 @@ PlanReport plan(const PlanQuestion& q) {
                          " GPUs: DP x micro-batch must divide it (DP = GPUs / SP degree)");
   }
 
-  // Simulated in parallel; each result lands in its candidate's slot, so the output does not
-  // depend on the thread count.
+  // Simulated by ascending bound, in batches of a fixed size, in parallel within a batch. After
+  // each batch, what cannot beat the best simulated time is left out. Each result lands in its
+  // candidate's slot and the batches do not depend on the thread count, so neither does the output.
+  std::vector<std::size_t> order(candidates.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return candidates[a].bound_s < candidates[b].bound_s; });
+  const int threads = std::max(1, q.threads > 0 ? q.threads : int(std::thread::hardware_concurrency()));
+  constexpr std::size_t batch = 16;
   std::vector<StrategyResult> results(candidates.size());
-  std::vector<std::exception_ptr> errors(candidates.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    MoveCache moves;
-    for (std::size_t i = next++; i < candidates.size(); i = next++) {
-      try {
-        results[i] = simulate_strategy(r.setup, candidates[i].config, candidates[i].strategy, moves);
-      } catch (...) {
-        errors[i] = std::current_exception();
+  std::vector<char> simulated(candidates.size(), 0);
+  std::vector<MoveCache> moves(threads);
+  double best_s = std::numeric_limits<double>::infinity();
+  for (std::size_t first = 0; first < order.size(); first += batch) {
+    std::vector<std::size_t> todo;
+    for (std::size_t k = first; k < std::min(order.size(), first + batch); ++k)
+      if (q.exhaustive || candidates[order[k]].bound_s <= best_s) todo.push_back(order[k]);
+      else ++r.pruned["cannot beat the best found (compute alone)"];
+    if (todo.empty()) continue;
+    std::vector<std::exception_ptr> errors(todo.size());
+    std::atomic<std::size_t> next{0};
+    auto work = [&](int t) {
+      for (std::size_t k = next++; k < todo.size(); k = next++) {
+        try {
+          const PlanCandidate& c = candidates[todo[k]];
+          results[todo[k]] = simulate_strategy(r.setup, c.config, c.strategy, moves[t]);
+        } catch (...) {
+          errors[k] = std::current_exception();
+        }
       }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::min<int>(threads, int(todo.size())); ++t) pool.emplace_back(work, t);
+    work(0);
+    for (std::thread& t : pool) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+    for (std::size_t i : todo) {
+      simulated[i] = 1;
+      best_s = std::min(best_s, results[i].step_s * double(candidates[i].accumulation));
     }
-  };
-  const int threads = std::max(1, std::min<int>(q.threads > 0 ? q.threads : int(std::thread::hardware_concurrency()),
-                                                int(candidates.size())));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  }
+  r.pruned_bound_s = best_s;
 
   for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (!simulated[i]) continue;
     Plan p{candidates[i], std::move(results[i]), 0, 0};
     p.global_batch_s = p.result.step_s * double(p.candidate.accumulation);
     r.plans.push_back(std::move(p));

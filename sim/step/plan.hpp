@@ -18,6 +18,7 @@ struct PlanQuestion {
                                    Strategy::usp};
   double memory_limit_bytes = 0;  // per GPU; 0: the GPU's HBM (the memory model counts the runtime reserve)
   int threads = 0;                // 0: every core
+  bool exhaustive = false;        // simulate every layout that fits, even those that cannot win
 };
 
 // One layout: `config` is what `basp simulate` gets for it (one strategy), run `accumulation`
@@ -27,6 +28,9 @@ struct PlanCandidate {
   StepConfig config;
   long accumulation = 1;
   double memory_bytes = 0;  // the memory model's peak per GPU
+  // Time per global batch can be no less: accumulation × the compute stream's tasks of one
+  // micro-step, which run one after another (step_graph.cpp), with no communication at all.
+  double bound_s = 0;
 };
 
 struct Plan {
@@ -42,6 +46,7 @@ struct PlanReport {
   double memory_limit_bytes = 0;
   int enumerated = 0;                   // layouts considered
   std::map<std::string, int> pruned;    // reason -> layouts not simulated
+  double pruned_bound_s = 0;            // layouts whose bound exceeds this were not simulated
   std::vector<Plan> plans;              // simulated, fastest per global batch first
   double wall_s = 0;
 };
