@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <unistd.h>
 
 namespace basp::cli {
 namespace {
@@ -134,7 +135,17 @@ int run_plan(const PlanArgs& a) {
   }
   q.threads = a.threads;
   q.exhaustive = a.exhaustive;
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  if (terminal)
+    q.progress = [](const PlanProgress& p) {
+      // What is left can only shrink (more is left out as the best improves): the ETA is an upper bound.
+      const double eta = p.simulated > 0 ? p.elapsed_s / double(p.decided) * double(p.total - p.decided) : 0.0;
+      std::fprintf(stderr, "\rplan: %zu/%zu layouts decided, %zu simulated, best %s per batch, at most %.0f s left   ",
+                   p.decided, p.total, p.simulated, format_time(p.best_s).c_str(), eta);
+      std::fflush(stderr);
+    };
   const PlanReport r = plan(q);
+  if (terminal) std::fprintf(stderr, "\r%100s\r", "");
   const StepReport& rep = r.setup.report;
   const int shown = std::min<int>(a.top, static_cast<int>(r.plans.size()));
   int pruned = 0;

@@ -203,6 +203,7 @@ PlanReport plan(const PlanQuestion& q) {
   std::vector<char> simulated(candidates.size(), 0);
   std::vector<MoveCache> moves(threads);
   double best_s = std::numeric_limits<double>::infinity();
+  std::size_t done = 0;
   for (std::size_t first = 0; first < order.size(); first += batch) {
     std::vector<std::size_t> todo;
     for (std::size_t k = first; k < std::min(order.size(), first + batch); ++k)
@@ -231,6 +232,10 @@ PlanReport plan(const PlanQuestion& q) {
       simulated[i] = 1;
       best_s = std::min(best_s, results[i].step_s * double(candidates[i].accumulation));
     }
+    done += todo.size();
+    if (q.progress)
+      q.progress({std::min(order.size(), first + batch), order.size(), done, best_s,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
   }
   r.pruned_bound_s = best_s;
 

@@ -5,11 +5,21 @@
 #include "step_config.hpp"
 #include "step_run.hpp"
 
+#include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace basp {
+
+// Where a search stands, after each batch of simulations.
+struct PlanProgress {
+  std::size_t decided = 0, total = 0;  // layouts simulated or left out, of those that fit
+  std::size_t simulated = 0;
+  double best_s = 0;                   // best time per global batch so far
+  double elapsed_s = 0;
+};
 
 struct PlanQuestion {
   StepConfig job;          // topology, overrides, model, seq, gpus (0: all), calibration, engine
@@ -19,6 +29,7 @@ struct PlanQuestion {
   double memory_limit_bytes = 0;  // per GPU; 0: the GPU's HBM (the memory model counts the runtime reserve)
   int threads = 0;                // 0: every core
   bool exhaustive = false;        // simulate every layout that fits, even those that cannot win
+  std::function<void(const PlanProgress&)> progress;  // called from the calling thread
 };
 
 // One layout: `config` is what `basp simulate` gets for it (one strategy), run `accumulation`
