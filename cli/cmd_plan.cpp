@@ -4,6 +4,7 @@
 #include "input_error.hpp"
 #include "options.hpp"
 #include "plan.hpp"
+#include "svg_chart.hpp"
 #include "units.hpp"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@ struct PlanArgs {
   int top = 10;
   int threads = 0;
   bool exhaustive = false;
+  std::string svg_file;
 };
 
 std::string shown_number(double v) {
@@ -113,6 +115,37 @@ nlohmann::ordered_json plan_json(const PlanArgs& a, const PlanReport& r, const P
   return j;
 }
 
+// Throughput per strategy over SP degree (the best simulated plan of each degree), and the plans
+// by memory per GPU with the Pareto front.
+std::string plan_svg(const PlanReport& r, const std::vector<Strategy>& strategies) {
+  const StepReport& rep = r.setup.report;
+  const std::string job = rep.model.name + ", " + std::to_string(rep.config.seq) + " tokens, " +
+                          std::to_string(r.gpus) + " GPUs on " + rep.topology.name;
+  Chart by_sp{"Best plan per SP degree: " + job, "SP degree N (ranks per sequence group)", "tokens/s", true, {}, {}};
+  Chart front{"Throughput against memory per GPU (" + std::to_string(r.plans.size()) + " simulated plans)",
+              "memory per GPU (GiB)", "tokens/s", false, {}, {}};
+  for (std::size_t k = 0; k < strategies.size(); ++k) {
+    std::map<int, double> best;
+    ChartSeries dots{std::string(to_string(strategies[k])), {}, false, int(k)};
+    for (const Plan& p : r.plans) {
+      if (p.candidate.strategy != strategies[k]) continue;
+      double& b = best[p.candidate.config.sp];
+      b = std::max(b, p.result.tokens_per_s);
+      dots.points.push_back({p.result.memory.total() / (1024.0 * 1024 * 1024), p.result.tokens_per_s});
+    }
+    if (best.empty()) continue;
+    ChartSeries line{std::string(to_string(strategies[k])), {}, true, int(k)};
+    for (auto [n, t] : best) line.points.push_back({double(n), t});
+    by_sp.series.push_back(std::move(line));
+    front.series.push_back(std::move(dots));
+  }
+  ChartSeries pareto{"Pareto front", {}, true, 6};
+  for (const Plan* p : pareto_front(r.plans))
+    pareto.points.push_back({p->result.memory.total() / (1024.0 * 1024 * 1024), p->result.tokens_per_s});
+  front.series.push_back(std::move(pareto));
+  return svg_charts({by_sp, front});
+}
+
 int run_plan(const PlanArgs& a) {
   PlanQuestion q;
   q.job.topology = a.topo.topology;
@@ -146,6 +179,7 @@ int run_plan(const PlanArgs& a) {
     };
   const PlanReport r = plan(q);
   if (terminal) std::fprintf(stderr, "\r%100s\r", "");
+  if (!a.svg_file.empty()) write_text_file(a.svg_file, "--svg", plan_svg(r, q.strategies));
   const StepReport& rep = r.setup.report;
   const int shown = std::min<int>(a.top, static_cast<int>(r.plans.size()));
   int pruned = 0;
@@ -251,6 +285,7 @@ void add_plan_command(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   sub->add_option("--threads", a->threads, "Configurations simulated at once (0 = every core)")
       ->check(CLI::Range(0, 1024))->capture_default_str();
+  sub->add_option("--svg", a->svg_file, "Also draw throughput per strategy over SP degree and the Pareto front to FILE");
   sub->add_flag("--exhaustive", a->exhaustive,
                 "Simulate every layout that fits, also those whose compute alone is slower than the best found");
   sub->callback([a, &run] { run = [a] { return run_plan(*a); }; });

@@ -5,6 +5,7 @@
 #include "input_error.hpp"
 #include "simulate_options.hpp"
 #include "step_report.hpp"
+#include "svg_chart.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -24,7 +25,37 @@ struct SweepCommand {
   SimulateArgs args;
   FormatOptions format;
   std::vector<std::string> vary;
+  std::string svg_file;
 };
+
+// One simulated strategy of one combination, for the plots.
+struct SweepPoint {
+  std::size_t x;       // index of the first varied key's value
+  std::string series;  // strategy, and the other varied keys' values
+  double step_ms, tokens_per_s, a2a_percent, speedup;  // speedup 0: no Ulysses baseline
+};
+
+// Each figure over the first varied key, one line per strategy (and per value of the other keys).
+std::string sweep_svg(const std::vector<Variation>& vars, const std::vector<SweepPoint>& points) {
+  std::vector<std::string> names;
+  for (const SweepPoint& p : points)
+    if (std::find(names.begin(), names.end(), p.series) == names.end()) names.push_back(p.series);
+  const std::string x = vars.front().key;
+  auto chart = [&](const std::string& title, const std::string& y, double SweepPoint::*figure) {
+    Chart c{title + " over " + x, x, y, false, vars.front().values, {}};
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      ChartSeries s{names[k], {}, true, int(k)};
+      for (const SweepPoint& p : points)
+        if (p.series == names[k] && p.*figure > 0) s.points.push_back({double(p.x), p.*figure});
+      c.series.push_back(std::move(s));
+    }
+    return c;
+  };
+  return svg_charts({chart("Step time", "step time (ms)", &SweepPoint::step_ms),
+                     chart("Throughput", "tokens/s", &SweepPoint::tokens_per_s),
+                     chart("All-to-all share of the step", "all-to-all share (%)", &SweepPoint::a2a_percent),
+                     chart("Speedup over Ulysses", "speedup (x)", &SweepPoint::speedup)});
+}
 
 std::vector<Variation> parse_variations(const std::vector<std::string>& specs) {
   SimulateArgs scratch;
@@ -106,6 +137,7 @@ int run_sweep(const SweepCommand& cmd) {
                 "a2a(ms)", "a2a%", "ZeRO(ms)", "mem/GPU(GB)", "speedup");
   }
   std::vector<std::size_t> pick(vars.size(), 0);
+  std::vector<SweepPoint> points;
   std::size_t ok = 0;
   std::string first_error;
   for (std::size_t n = 0; n < total; ++n) {
@@ -125,6 +157,10 @@ int run_sweep(const SweepCommand& cmd) {
       ++ok;
       nlohmann::ordered_json results = nlohmann::json::array();
       for (const StrategyResult& r : rep.results) {
+        std::string series(to_string(r.strategy));
+        for (std::size_t i = 1; i < vars.size(); ++i) series += " " + vars[i].key + "=" + vars[i].values[pick[i]];
+        points.push_back({pick[0], series, r.step_s * 1e3, r.tokens_per_s, r.a2a_share * 100,
+                          r.speedup_vs_ulysses.value_or(0.0)});
         if (format == Format::csv) {
           std::cout << cells << csv_row(rep, r) << ",\n";
         } else if (format == Format::json) {
@@ -153,6 +189,7 @@ int run_sweep(const SweepCommand& cmd) {
   if (bar) progress(total, total, "");
   if (format == Format::json) std::cout << nlohmann::ordered_json{{"rows", json_rows}}.dump(2) << "\n";
   if (ok == 0) throw InputError("", 0, "--vary", "no combination could be simulated; the first: " + first_error);
+  if (!cmd.svg_file.empty()) write_text_file(cmd.svg_file, "--svg", sweep_svg(vars, points));
   return 0;
 }
 
@@ -165,6 +202,8 @@ void add_sweep_command(CLI::App& app, std::function<int()>& run) {
   cmd->format.add_to(*sub);
   sub->add_option("--vary", cmd->vary, "KEY=V1,V2,...: a simulate flag (without --) and its values; repeatable")
       ->required();
+  sub->add_option("--svg", cmd->svg_file,
+                  "Also plot step time, tokens/s, all-to-all share and speedup over the first varied key to FILE");
   sub->callback([cmd, &run] { run = [cmd] { return run_sweep(*cmd); }; });
 }
 

@@ -5,6 +5,9 @@
 #include "gpu_kind.hpp"
 #include "input_error.hpp"
 
+#include <fstream>
+#include <iostream>
+
 namespace basp::cli {
 
 void TopologyOptions::add_to(CLI::App& app, const std::string& default_topology) {
@@ -46,6 +49,17 @@ double parse_flag_quantity(const std::string& flag, const std::string& text, Qua
   auto v = parse_quantity(text, kind);
   if (!v) throw InputError("", 0, flag, "'" + text + "' is not " + quantity_examples(kind));
   return *v;
+}
+
+void write_text_file(const std::string& file, const std::string& flag, const std::string& text) {
+  if (file == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream out(file);
+  out << text;
+  out.close();
+  if (!out) throw InputError("", 0, flag, "cannot write '" + file + "'");
 }
 
 }  // namespace basp::cli

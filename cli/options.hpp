@@ -31,4 +31,7 @@ struct FormatOptions {
 // Parses a flag's value with units; InputError naming the flag otherwise.
 double parse_flag_quantity(const std::string& flag, const std::string& text, Quantity kind);
 
+// Writes `text` to `file` ("-": stdout); InputError naming the flag when it cannot.
+void write_text_file(const std::string& file, const std::string& flag, const std::string& text);
+
 }  // namespace basp::cli

@@ -5,8 +5,9 @@ set -euo pipefail
 
 packages=(cmake g++ make libboost-graph-dev libyaml-cpp-dev libcli11-dev libeigen3-dev
           catch2 libopenmpi-dev openmpi-bin nlohmann-json3-dev pkg-config)
-# SimGrid is only a test-time oracle for the flow model (tests/simgrid_crosscheck.cpp).
-if [[ "${1:-}" == "--tests" ]]; then packages+=(libsimgrid-dev); fi
+# SimGrid is only a test-time oracle for the flow model (tests/simgrid_crosscheck.cpp);
+# rsvg-convert (librsvg2-bin) renders the SVG plots in a test to prove they are valid.
+if [[ "${1:-}" == "--tests" ]]; then packages+=(libsimgrid-dev librsvg2-bin); fi
 
 missing=()
 for p in "${packages[@]}"; do

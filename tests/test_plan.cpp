@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <tuple>
 
@@ -174,4 +176,32 @@ TEST_CASE("plan: an impossible global batch, nothing that fits, bad flags: exit 
   CHECK(basp_cli(job + "--seq 8K --global-batch 32 --strategy ulysses,ulysses").code == 2);
   CHECK(basp_cli(job + "--seq 8K").code == 2);  // --global-batch is required
   CHECK(basp_cli(job + "--seq 8K --global-batch 32 --gpus 17").code == 2);
+}
+
+// System: `plan --svg` and `sweep --svg` on small jobs. Expectations: SVG documents with titles,
+// axis labels with units and a legend naming each strategy, which rsvg-convert renders to PNG.
+TEST_CASE("plan and sweep: --svg draws charts that render") {
+  basp::test::TempFile plan_svg("", ".svg"), sweep_svg("", ".svg"), png("", ".png");
+  REQUIRE(basp_cli("plan --topology dgx-h100 --nodes 2 --model llama-3.2-1b --seq 8K --global-batch 32 --svg " +
+                   plan_svg.path).code == 0);
+  REQUIRE(basp_cli("sweep --vary seq=4K,8K --vary batch=2,4 --model llama-3.2-1b --svg " + sweep_svg.path).code == 0);
+  const auto text = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string plan = text(plan_svg.path), sweep = text(sweep_svg.path);
+  CHECK_THAT(plan, Catch::StartsWith("<?xml") && Catch::Contains("</svg>"));
+  for (const char* s : {"SP degree N", "tokens/s", "memory per GPU (GiB)", "Pareto front", ">ulysses<", ">basp<",
+                        ">ring<", ">usp<"})
+    CHECK_THAT(plan, Catch::Contains(s));
+  for (const char* s : {"Step time over seq", "step time (ms)", "speedup (x)", "all-to-all share (%)",
+                        ">basp batch=4<", ">4K<", ">8K<"})
+    CHECK_THAT(sweep, Catch::Contains(s));
+  for (const std::string& svg : {plan_svg.path, sweep_svg.path}) {
+    const Run r = basp::test::run_command("rsvg-convert -o " + png.path + " " + svg + " 2>&1");
+    INFO("rsvg-convert (Debian librsvg2-bin, installed by scripts/test.sh): " << r.out);
+    REQUIRE(r.code == 0);
+    CHECK(text(png.path).size() > 10000);
+    CHECK(text(png.path).substr(1, 3) == "PNG");
+  }
 }
