@@ -1,0 +1,74 @@
+// Speed of `basp plan` (the plan issue's target: >= 500 layouts ranked within 60 s on 2048 DGX
+// H100 nodes, Llama-3.1-8B, 128K tokens, 4096 sequences per step, on this 2-core machine).
+#include "plan.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace {
+
+struct Case {
+  const char* name;
+  int nodes;
+  long seq, global_batch;
+  double budget_s;  // stop after this much search (0: search to the end)
+};
+
+const Case cases[] = {
+    {"32 GPUs, 32K, 64 sequences", 4, 32768, 64, 0},
+    {"2048 GPUs, 128K, 512 sequences", 256, 131072, 512, 0},
+    {"16,384 GPUs, 128K, 4096 sequences (target)", 2048, 131072, 4096, 60},
+};
+
+struct Stop {};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* only = argc > 1 ? argv[1] : nullptr;
+  std::printf("# basp plan bench: dgx-h100, llama-3.1-8b, all five strategies, %u threads\n",
+              std::thread::hardware_concurrency());
+  std::printf("# wall: setup, enumeration and search; a budget stops the search after that many seconds\n#\n");
+  std::printf("# %-44s %9s %9s %9s %9s %9s %9s %10s\n", "case", "layouts", "fit", "simulated", "by bound", "wall",
+              "per s", "best");
+  for (const Case& c : cases) {
+    if (only && !std::strstr(c.name, only)) continue;
+    basp::PlanQuestion q;
+    q.job.topology = "dgx-h100";
+    q.job.overrides.nodes = c.nodes;
+    q.job.model = "llama-3.1-8b";
+    q.job.seq = c.seq;
+    q.global_batch = c.global_batch;
+    const auto t0 = std::chrono::steady_clock::now();
+    basp::PlanProgress last;
+    if (c.budget_s > 0)
+      q.progress = [&](const basp::PlanProgress& p) {
+        last = p;
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > c.budget_s) throw Stop{};
+      };
+    std::size_t layouts = 0, fit = 0, simulated = 0, by_bound = 0;
+    double best = 0;
+    try {
+      const basp::PlanReport r = basp::plan(q);
+      layouts = r.enumerated;
+      simulated = r.plans.size();
+      fit = simulated;
+      for (const auto& [why, n] : r.pruned)
+        if (why.find("bound") != std::string::npos || why.find("cannot beat") != std::string::npos) {
+          by_bound += n;
+          fit += n;
+        }
+      best = r.plans.front().global_batch_s;
+    } catch (const Stop&) {
+      simulated = last.simulated;
+      fit = last.total;
+      best = last.best_s;
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("  %-44s %9zu %9zu %9zu %9zu %9.1f %9.2f %9.3fs%s\n", c.name, layouts, fit, simulated, by_bound, wall,
+                simulated / wall, best, c.budget_s > 0 ? (simulated >= 500 ? "  >= 500: met" : "  >= 500: MISSED") : "");
+    std::fflush(stdout);
+  }
+}
