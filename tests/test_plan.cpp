@@ -115,18 +115,23 @@ TEST_CASE("plan: pruning by memory drops only plans that do not fit, and threads
   }
 }
 
-// System: the small question, searched exhaustively and with pruning by the compute-only bound.
-// Expectations: the bound never exceeds a simulated time; the pruned search simulates fewer
+// System: the small question, searched exhaustively and with pruning by the lower bound.
+// Expectations: the bound never exceeds a simulated time, and is close for some; the pruned search simulates fewer
 // layouts, finds the same best plan, and every plan it left out is slower than that best.
-TEST_CASE("plan: the compute-only bound never drops the best plan") {
+TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops the best plan") {
   PlanQuestion q = small_question();
   q.exhaustive = true;
   const PlanReport all = plan(q);
   q.exhaustive = false;
   const PlanReport pruned = plan(q);
-  for (const Plan& p : all.plans) CHECK(p.candidate.bound_s <= p.global_batch_s * (1 + 1e-12));
+  int tight = 0;  // plans the all-to-all part of the bound brings within 5% of their time
+  for (const Plan& p : all.plans) {
+    CHECK(p.candidate.bound_s <= p.global_batch_s * (1 + 1e-12));
+    tight += p.candidate.bound_s > 0.95 * p.global_batch_s;
+  }
+  CHECK(tight > 0);
   CHECK(pruned.plans.size() < all.plans.size());
-  REQUIRE(pruned.pruned.count("cannot beat the best found (compute alone)"));
+  REQUIRE(pruned.pruned.count("cannot beat the best found (lower bound)"));
   CHECK(shape(pruned.plans.front().candidate) == shape(all.plans.front().candidate));
   CHECK(pruned.plans.front().global_batch_s == all.plans.front().global_batch_s);
   std::set<decltype(shape(pruned.plans.front().candidate))> kept;
@@ -182,7 +187,7 @@ TEST_CASE("plan: an impossible global batch, nothing that fits, bad flags: exit 
 // axis labels with units and a legend naming each strategy, which rsvg-convert renders to PNG.
 TEST_CASE("plan and sweep: --svg draws charts that render") {
   basp::test::TempFile plan_svg("", ".svg"), sweep_svg("", ".svg"), png("", ".png");
-  REQUIRE(basp_cli("plan --topology dgx-h100 --nodes 2 --model llama-3.2-1b --seq 8K --global-batch 32 --svg " +
+  REQUIRE(basp_cli("plan --topology dgx-h100 --nodes 2 --model llama-3.2-1b --seq 8K --global-batch 32 --exhaustive --svg " +
                    plan_svg.path).code == 0);
   REQUIRE(basp_cli("sweep --vary seq=4K,8K --vary batch=2,4 --model llama-3.2-1b --svg " + sweep_svg.path).code == 0);
   const auto text = [](const std::string& path) {

@@ -96,9 +96,23 @@ std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int g
   return out;
 }
 
-// The compute stream's tasks of one micro-step in the order build_step chains them.
-double compute_only_s(const CostModel& cost, const Layout& layout, const ZeroPlan& zero, bool checkpointing,
-                      int layers) {
+// What a micro-step cannot beat: the compute stream runs its compute tasks and its all-to-all
+// calls one after another (build_step). A call takes at least its launch and per-peer overheads,
+// then its flows start, and all that a rank sends, (K-1)/K of its buffer, leaves its GPU through
+// links of `gpu_out_Bps` in all. Ring sends overlap attention, and ZeRO runs on other streams:
+// counted as free. Gradient accumulation repeats the micro-step.
+double micro_step_bound_s(const CostModel& cost, const Layout& layout, const ZeroPlan& zero, bool checkpointing,
+                          int layers, const SoftwareCosts& software, double gpu_out_Bps) {
+  double a2a = 0.0;
+  if (layout.a2a_size > 1) {
+    const double k = layout.a2a_size;
+    auto call = [&](double bytes) {
+      return software.launch_s + software.per_peer_s * (k - 1) + bytes * (k - 1) / k / gpu_out_Bps;
+    };
+    // Forward (and recomputation): Q, K, V, O; backward: dO, dQ, dK, dV.
+    const double pass = 2 * call(layout.q_bytes) + 2 * call(layout.kv_bytes);
+    a2a = layers * pass * (checkpointing ? 3 : 2);
+  }
   const StepCosts c = step_costs(cost, layout, zero);
   const double attention_steps = layout.ring_size > 1 ? layout.ring_size : 1;
   const double forward = c.pre_attention[0].time_s + attention_steps * c.attention_block[0].time_s +
@@ -106,7 +120,16 @@ double compute_only_s(const CostModel& cost, const Layout& layout, const ZeroPla
   const double backward = c.post_attention[1].time_s + attention_steps * c.attention_block[1].time_s +
                           c.pre_attention[1].time_s;
   return c.embedding[0].time_s + layers * forward + c.lm_head[0].time_s + c.lm_head[1].time_s +
-         layers * ((checkpointing ? forward : 0.0) + backward) + c.embedding[1].time_s + c.optimizer.time_s;
+         layers * ((checkpointing ? forward : 0.0) + backward) + c.embedding[1].time_s + c.optimizer.time_s + a2a;
+}
+
+// The most a GPU of the topology can send at once: the sum of its outgoing links.
+double max_gpu_out_Bps(const Topology& topo) {
+  std::vector<double> out(boost::num_vertices(topo.graph), 0.0);
+  for (int id = 0; id < topo.link_count(); ++id) out[topo.link(id).from] += topo.link(id).capacity_Bps;
+  double most = 0.0;
+  for (VertexId g : topo.gpus) most = std::max(most, out[g]);
+  return most;
 }
 
 }  // namespace
@@ -116,6 +139,7 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
   const StepReport& rep = setup.report;
   const int per_node = rep.topology.gpus_per_node;
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
+  const double gpu_out_Bps = max_gpu_out_Bps(rep.topology);
   std::vector<PlanCandidate> out;
   std::set<std::string> seen;
   for (Strategy s : q.strategies)
@@ -150,8 +174,9 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
           const long per_step = std::lround(layout.sequences);
           const long accumulation = q.global_batch / per_step;
           out.push_back({s, c, accumulation, memory,
-                         double(accumulation) * compute_only_s(cost, layout, ZeroPlan{stage, group}, checkpointing,
-                                                               rep.model.layers)});
+                         double(accumulation) * micro_step_bound_s(cost, layout, ZeroPlan{stage, group},
+                                                                   checkpointing, rep.model.layers,
+                                                                   rep.topology.software, gpu_out_Bps)});
         }
     }
   return out;
@@ -208,7 +233,7 @@ PlanReport plan(const PlanQuestion& q) {
     std::vector<std::size_t> todo;
     for (std::size_t k = first; k < std::min(order.size(), first + batch); ++k)
       if (q.exhaustive || candidates[order[k]].bound_s <= best_s) todo.push_back(order[k]);
-      else ++r.pruned["cannot beat the best found (compute alone)"];
+      else ++r.pruned["cannot beat the best found (lower bound)"];
     if (todo.empty()) continue;
     std::vector<std::exception_ptr> errors(todo.size());
     std::atomic<std::size_t> next{0};

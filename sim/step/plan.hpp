@@ -39,8 +39,9 @@ struct PlanCandidate {
   StepConfig config;
   long accumulation = 1;
   double memory_bytes = 0;  // the memory model's peak per GPU
-  // Time per global batch can be no less: accumulation × the compute stream's tasks of one
-  // micro-step, which run one after another (step_graph.cpp), with no communication at all.
+  // Time per global batch can be no less: accumulation × what one micro-step's compute stream
+  // must do one thing after another (compute, and all-to-all calls at the GPU's full injection
+  // bandwidth; plan.cpp), with every other transfer free.
   double bound_s = 0;
 };
 
