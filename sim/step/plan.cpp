@@ -22,11 +22,15 @@
 namespace basp {
 namespace {
 
-std::vector<long> divisors(long n) {
-  std::vector<long> out;
-  for (long d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
+std::vector<long> divisors(long n) {  // ascending; up to sqrt(n) steps, as n may be a huge batch
+  std::vector<long> low, high;
+  for (long d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d != n / d) high.push_back(n / d);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 // Two layouts with equal keys build the same step graph (e.g. SP×DP and Ulysses of the same
@@ -50,6 +54,9 @@ std::string layout_key(const Layout& l, const StepConfig& c) {
   return k.str();
 }
 
+// Micro-batches beyond what `basp simulate --batch` accepts are not proposed.
+constexpr long max_batch = 1L << 20;
+
 // The configs of one strategy before the job-wide choices (ZeRO, checkpointing).
 std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int gpus) {
   std::vector<StepConfig> out;
@@ -63,6 +70,7 @@ std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int g
       // Ulysses of degree K = N with B = 1; replicas hold replica_batch sequences each.
       if (q.global_batch % dp != 0) continue;
       for (long rb : divisors(q.global_batch / dp)) {
+        if (rb > max_batch) break;
         c.batch = 1;
         c.replica_batch = static_cast<int>(rb);
         out.push_back(c);
@@ -72,6 +80,7 @@ std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int g
     c.replica_batch = 1;
     if (q.global_batch % dp != 0) continue;
     for (long b : divisors(q.global_batch / dp)) {
+      if (b > max_batch) break;
       c.batch = static_cast<int>(b);
       if (s == Strategy::basp) {
         if (n % b != 0) continue;
