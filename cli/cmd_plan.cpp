@@ -105,7 +105,8 @@ nlohmann::ordered_json plan_json(const PlanArgs& a, const PlanReport& r, const P
   j["tokens_per_s"] = x.tokens_per_s;
   j["mfu"] = x.mfu;
   j["a2a_share"] = x.a2a_share;
-  j["speedup_vs_best_ulysses"] = p.speedup_vs_best_ulysses;
+  if (p.speedup_vs_best_ulysses > 0) j["speedup_vs_best_ulysses"] = p.speedup_vs_best_ulysses;
+  else j["speedup_vs_best_ulysses"] = nullptr;  // no Ulysses plan to compare with
   j["memory"] = {{"per_gpu_bytes", x.memory.total()},
                  {"limit_bytes", r.memory_limit_bytes},
                  {"headroom_bytes", r.memory_limit_bytes - x.memory.total()},
@@ -238,11 +239,13 @@ int run_plan(const PlanArgs& a) {
   auto row = [&](const Plan& p, int rank) {
     const StepConfig& c = p.candidate.config;
     const std::string zero = c.zero == 0 ? "0" : std::to_string(c.zero) + "/" + std::to_string(c.zero_group);
-    std::printf("%4d %-8s %-26s %5d %6ld %-9s %4s %11s %12.4g %5.1f%% %5.1f%% %10s %7.3fx\n", rank,
+    char speedup[16] = "-";
+    if (p.speedup_vs_best_ulysses > 0) std::snprintf(speedup, sizeof speedup, "%.3fx", p.speedup_vs_best_ulysses);
+    std::printf("%4d %-8s %-26s %5d %6ld %-9s %4s %11s %12.4g %5.1f%% %5.1f%% %10s %8s\n", rank,
                 std::string(to_string(p.candidate.strategy)).c_str(), layout_text(p).c_str(), r.gpus / c.sp,
                 p.candidate.accumulation, zero.c_str(), c.checkpointing ? "yes" : "no",
                 format_time(p.global_batch_s).c_str(), p.result.tokens_per_s, 100 * p.result.mfu,
-                100 * p.result.a2a_share, format_bytes(p.result.memory.total()).c_str(), p.speedup_vs_best_ulysses);
+                100 * p.result.a2a_share, format_bytes(p.result.memory.total()).c_str(), speedup);
   };
   for (int i = 0; i < shown; ++i) row(r.plans[i], i + 1);
   std::printf("#\n# best per strategy\n");

@@ -117,7 +117,8 @@ TEST_CASE("plan: pruning by memory drops only plans that do not fit, and threads
 
 // System: the small question, searched exhaustively and with pruning by the lower bound.
 // Expectations: the bound never exceeds a simulated time, and is close for some; the pruned search simulates fewer
-// layouts, finds the same best plan, and every plan it left out is slower than that best.
+// layouts, finds the same best plan, the same best per strategy and the same Pareto front, and
+// every plan it left out is slower than the best.
 TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops the best plan") {
   PlanQuestion q = small_question();
   q.exhaustive = true;
@@ -131,13 +132,29 @@ TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops 
   }
   CHECK(tight > 0);
   CHECK(pruned.plans.size() < all.plans.size());
-  REQUIRE(pruned.pruned.count("cannot beat the best found (lower bound)"));
+  REQUIRE(pruned.pruned.count("beaten by a plan of its strategy with no more memory (lower bound)"));
   CHECK(shape(pruned.plans.front().candidate) == shape(all.plans.front().candidate));
   CHECK(pruned.plans.front().global_batch_s == all.plans.front().global_batch_s);
   std::set<decltype(shape(pruned.plans.front().candidate))> kept;
   for (const Plan& p : pruned.plans) kept.insert(shape(p.candidate));
   for (const Plan& p : all.plans)
     if (!kept.count(shape(p.candidate))) CHECK(p.global_batch_s > pruned.plans.front().global_batch_s);
+  // The same best plan per strategy, and the same Pareto front.
+  for (Strategy s : q.strategies) {
+    auto best = [&](const PlanReport& r) -> const Plan* {
+      for (const Plan& p : r.plans)
+        if (p.candidate.strategy == s) return &p;
+      return nullptr;
+    };
+    REQUIRE((best(all) == nullptr) == (best(pruned) == nullptr));
+    if (best(all)) CHECK(shape(best(all)->candidate) == shape(best(pruned)->candidate));
+  }
+  const auto front_all = pareto_front(all.plans), front_pruned = pareto_front(pruned.plans);
+  REQUIRE(front_all.size() == front_pruned.size());
+  for (std::size_t i = 0; i < front_all.size(); ++i) {
+    CHECK(shape(front_all[i]->candidate) == shape(front_pruned[i]->candidate));
+    CHECK(front_all[i]->global_batch_s == front_pruned[i]->global_batch_s);
+  }
 }
 
 // System: `basp plan --json` on 16 GPUs. Expectations: the documented keys; plans ranked by time

@@ -58,7 +58,6 @@ struct PlanReport {
   double memory_limit_bytes = 0;
   int enumerated = 0;                   // layouts considered
   std::map<std::string, int> pruned;    // reason -> layouts not simulated
-  double pruned_bound_s = 0;            // layouts whose bound exceeds this were not simulated
   std::vector<Plan> plans;              // simulated, fastest per global batch first
   double wall_s = 0;
 };
