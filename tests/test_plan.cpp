@@ -201,7 +201,9 @@ TEST_CASE("plan: an impossible global batch, nothing that fits, bad flags: exit 
   // A huge global batch (2^40) is a valid question: micro-batches stay within simulate's range.
   const Run huge = basp_cli(job + "--seq 8K --global-batch 1099511627776 --strategy ulysses --json", false);
   REQUIRE(huge.code == 0);
-  for (const auto& p : nlohmann::json::parse(huge.out)["plans"]) CHECK(p["batch"].get<long>() <= (1L << 20));
+  const auto plans = nlohmann::json::parse(huge.out)["plans"];
+  REQUIRE(!plans.empty());
+  for (const auto& p : plans) CHECK(p["batch"].get<long>() <= (1L << 20));
 }
 
 // System: `plan --svg` and `sweep --svg` on small jobs. Expectations: SVG documents with titles,
