@@ -14,12 +14,13 @@ struct Case {
   int nodes;
   long seq, global_batch;
   double budget_s;  // stop after this much search (0: search to the end)
+  bool target;      // the case: >= 500 layouts simulated within the budget
 };
 
 const Case cases[] = {
-    {"32 GPUs, 32K, 64 sequences", 4, 32768, 64, 0},
-    {"2048 GPUs, 128K, 512 sequences", 256, 131072, 512, 60},
-    {"16,384 GPUs, 128K, 4096 sequences (target)", 2048, 131072, 4096, 60},
+    {"32 GPUs, 32K, 64 sequences", 4, 32768, 64, 0, false},
+    {"2048 GPUs, 128K, 512 sequences", 256, 131072, 512, 60, false},
+    {"16,384 GPUs, 128K, 4096 sequences (target)", 2048, 131072, 4096, 60, true},
 };
 
 struct Stop {};
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::string shown_layouts = layouts ? std::to_string(layouts) : "-";
     std::printf("  %-44s %9s %9zu %9zu %9zu %9.1f %9.2f %9.3fs%s\n", c.name, shown_layouts.c_str(), fit, simulated, by_bound, wall,
-                simulated / wall, best, c.budget_s > 0 ? (simulated >= 500 ? "  >= 500: met" : "  >= 500: MISSED") : "");
+                simulated / wall, best, c.target ? (simulated >= 500 && wall <= 60 ? "  >= 500 in 60 s: met" : "  >= 500 in 60 s: MISSED") : "");
     std::fflush(stdout);
   }
 }
