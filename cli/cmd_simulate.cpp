@@ -5,9 +5,12 @@
 #include "simulate_options.hpp"
 #include "step_report.hpp"
 
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <unistd.h>
 
 namespace basp::cli {
 namespace {
@@ -32,7 +35,23 @@ int run_simulate(const SimulateCommand& cmd) {
     if (!trace) throw InputError("", 0, "--trace", "cannot write '" + cmd.trace + "'");
     options.trace = &trace;
   }
+  // On a terminal, once a run has taken 2 s: which strategy runs, and an estimate of what is left.
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  bool shown = false;
+  if (terminal)
+    options.progress = [&](std::string_view strategy, int done, int total) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (elapsed < 2.0) return;
+      shown = true;
+      char left[48] = "";
+      if (done > 0) std::snprintf(left, sizeof left, ", about %.0f s left", elapsed / done * (total - done));
+      std::fprintf(stderr, "\rsimulate: %d/%d runs done, now %.*s; %.1f s so far%s      ", done, total,
+                   int(strategy.size()), strategy.data(), elapsed, left);
+      std::fflush(stderr);
+    };
   const StepReport report = simulate_step(config, options);
+  if (shown) std::fprintf(stderr, "\r%100s\r", "");
   if (trace.is_open()) {
     trace.close();
     if (!trace) throw std::runtime_error("writing the trace to '" + cmd.trace + "' failed");

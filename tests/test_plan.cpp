@@ -233,3 +233,14 @@ TEST_CASE("plan and sweep: --svg draws charts that render") {
     CHECK(text(png.path).substr(1, 3) == "PNG");
   }
 }
+
+// System: `basp plan` with stderr on a terminal (a pseudo-terminal from script(1), util-linux).
+// Expectations: progress lines with layouts decided and the best so far; stdout keeps the report.
+TEST_CASE("plan: progress on stderr when it is a terminal") {
+  const Run r = basp::test::run_command(
+      "script -qec '" + std::string(BASP_BINARY) +
+      " plan --topology dgx-h100 --nodes 2 --model llama-3.2-1b --seq 8K --global-batch 32 --top 1 >/dev/null' "
+      "/dev/null");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("layouts decided") && Catch::Contains("simulated, best"));
+}

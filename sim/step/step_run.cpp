@@ -147,12 +147,16 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   std::optional<TraceWriter> trace;
   if (options.trace) trace.emplace(*options.trace);
   std::optional<double> ulysses_step;
+  const bool baseline = std::find(c.strategies.begin(), c.strategies.end(), Strategy::ulysses) == c.strategies.end();
+  const int runs = static_cast<int>(c.strategies.size()) + (baseline ? 1 : 0);
   for (std::size_t i = 0; i < c.strategies.size(); ++i) {
+    if (options.progress) options.progress(to_string(c.strategies[i]), int(i), runs);
     rep.results.push_back(run_strategy(run, c.strategies[i], trace ? &*trace : nullptr, int(i)));
     if (c.strategies[i] == Strategy::ulysses) ulysses_step = rep.results.back().step_s;
   }
   if (!ulysses_step) {
     try {  // the baseline, when Ulysses is possible at all for this job
+      if (options.progress) options.progress("ulysses (baseline)", runs - 1, runs);
       ulysses_step = run_strategy(run, Strategy::ulysses, nullptr, 0).step_s;
     } catch (const InputError&) {
     }

@@ -15,9 +15,11 @@
 #include "topology.hpp"
 
 #include <array>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace basp {
@@ -62,6 +64,8 @@ struct StepOptions {
   int busiest_links = 10;
   std::ostream* trace = nullptr;  // Chrome/Perfetto trace-event JSON goes here when set
   int trace_ranks = 64;           // ranks traced (the first ones); 0: all
+  // Called before each strategy's run (and the Ulysses baseline's): its name, runs done, runs in all.
+  std::function<void(std::string_view strategy, int done, int total)> progress;
 };
 
 // Throws InputError for bad input (exit 2).
