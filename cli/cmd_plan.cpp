@@ -290,7 +290,7 @@ void add_plan_command(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::Range(0, 1024))->capture_default_str();
   sub->add_option("--svg", a->svg_file, "Also draw throughput per strategy over SP degree and the Pareto front to FILE");
   sub->add_flag("--exhaustive", a->exhaustive,
-                "Simulate every layout that fits, also those whose lower bound is slower than the best found");
+                "Simulate every layout that fits, also those that a simulated plan of their strategy with no more memory beats for sure");
   sub->callback([a, &run] { run = [a] { return run_plan(*a); }; });
 }
 
