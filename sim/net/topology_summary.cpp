@@ -171,10 +171,14 @@ void fill_routes(const RankMap& m, const std::set<LinkClass>& present, TopologyS
   }
 }
 
-void count_devices(const Topology& topo, TopologySummary& s) {
+// Devices and links; with `fabric_only`, fabric switches and the links between them alone.
+void count_devices(const Topology& topo, TopologySummary& s, bool fabric_only = false) {
   const Graph& g = topo.graph;
-  for (VertexId v = 0; v < boost::num_vertices(g); ++v) ++s.vertices_by_kind[std::string(to_string(g[v].kind))];
+  auto counted = [&](VertexId v) { return !fabric_only || g[v].kind == VertexKind::fabric_switch; };
+  for (VertexId v = 0; v < boost::num_vertices(g); ++v)
+    if (counted(v)) ++s.vertices_by_kind[std::string(to_string(g[v].kind))];
   for (int id = 0; id < topo.link_count(); ++id) {
+    if (!counted(topo.link(id).from) || !counted(topo.link(id).to)) continue;
     auto& [count, capacity] = s.links_by_class[std::string(to_string(topo.link(id).cls))];
     ++count;
     capacity += topo.link(id).capacity_Bps;
@@ -197,25 +201,31 @@ void fill_header(const Topology& topo, TopologySummary& s) {
   s.rail_optimized = topo.rail_optimized;
 }
 
-// Nodes interchangeable by a swap that fixes everything else, on the same side of the
-// bisection: same leaf (per rail), same NVLink domain, all their ranks on one side.
-std::vector<NodeSubset> twin_classes(const TopologyTemplate& t) {
+// The quotient by twins: nodes interchangeable by a swap that fixes everything else, on the same
+// side of the bisection (same leaf per rail, same NVLink domain, all their ranks on one side).
+// Each class is its first node, weighed by the class's size; ascending, as NodeSubset asks.
+NodeSubset twin_quotient(const TopologyTemplate& t) {
   const int k = t.node.gpus;
   const long half = long(t.nodes) * k / 2;
   const bool leaves = t.fabric.kind == FabricKind::leaf_spine || t.fabric.kind == FabricKind::rail ||
                       t.fabric.kind == FabricKind::three_tier;
   const bool shared_domains = t.node.kind == NodeKind::nvswitch && t.node.domain_nodes > 1;
-  std::map<std::tuple<int, int, int>, NodeSubset> classes;
+  std::map<std::tuple<int, int, int>, std::pair<int, int>> classes;  // key -> (first node, size)
   for (int n = 0; n < t.nodes; ++n) {
     const long first = long(n) * k, last = first + k - 1;
     const int side = last < half ? 0 : first >= half ? 1 : 2 + n;  // a straddling node stays alone
     const int leaf = leaves ? n / t.fabric.nodes_per_leaf : 0;
-    NodeSubset& c = classes[{leaf, shared_domains ? nvlink_domain_of(t, n) : 0, side}];
-    c.nodes.push_back(n);
+    ++classes.try_emplace({leaf, shared_domains ? nvlink_domain_of(t, n) : 0, side}, n, 0).first->second.second;
   }
-  std::vector<NodeSubset> out;
-  for (auto& [key, c] : classes) out.push_back(std::move(c));
-  return out;
+  std::vector<std::pair<int, int>> members;
+  for (const auto& [key, c] : classes) members.push_back(c);
+  std::sort(members.begin(), members.end());
+  NodeSubset q;
+  for (auto [node, size] : members) {
+    q.nodes.push_back(node);
+    q.weights.push_back(size);
+  }
+  return q;
 }
 
 }  // namespace
@@ -258,16 +268,7 @@ TopologySummary summarize(const TopologyFile& file) {
   // Counts: the fabric is all there; every NVLink domain adds what each shown domain adds.
   TopologySummary fabric, part;
   count_devices(shown, part);
-  const Graph& g = shown.graph;
-  for (VertexId v = 0; v < boost::num_vertices(g); ++v)
-    if (g[v].kind == VertexKind::fabric_switch) ++fabric.vertices_by_kind[std::string(to_string(g[v].kind))];
-  for (int id = 0; id < shown.link_count(); ++id) {
-    const Link& l = shown.link(id);
-    if (g[l.from].kind != VertexKind::fabric_switch || g[l.to].kind != VertexKind::fabric_switch) continue;
-    auto& [count, capacity] = fabric.links_by_class[std::string(to_string(l.cls))];
-    ++count;
-    capacity += l.capacity_Bps;
-  }
+  count_devices(shown, fabric, true);
   const int all_domains = nvlink_domain_of(t, t.nodes - 1) + 1;
   const int shown_domains = static_cast<int>(domains.size());
   for (const auto& [kind, count] : part.vertices_by_kind) {
@@ -283,23 +284,9 @@ TopologySummary summarize(const TopologyFile& file) {
 
   // Bisection on the quotient by swaps of twin nodes (exact: docs/symmetry.md, "basp topo").
   if (s.gpus >= 2) {
-    NodeSubset quotient;
-    for (const NodeSubset& c : twin_classes(t)) {
-      quotient.nodes.push_back(c.nodes.front());
-      quotient.weights.push_back(static_cast<int>(c.nodes.size()));
-    }
-    std::vector<int> order(quotient.nodes.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return quotient.nodes[a] < quotient.nodes[b]; });
-    NodeSubset sorted;
-    for (int i : order) {
-      sorted.nodes.push_back(quotient.nodes[i]);
-      sorted.weights.push_back(quotient.weights[i]);
-    }
-    const Topology q = build_topology(t, sorted);
+    const Topology q = build_topology(t, twin_quotient(t));
     std::vector<char> first(q.gpus.size(), 0);
-    for (std::size_t i = 0; i < q.gpus.size(); ++i)
-      first[i] = long(q.graph[q.gpus[i]].node) * s.gpus_per_node + long(i % s.gpus_per_node) < s.gpus / 2;
+    for (std::size_t i = 0; i < q.gpus.size(); ++i) first[i] = q.cluster_rank(int(i)) < s.gpus / 2;
     s.bisection_Bps = bisection(q, first);
   }
 
