@@ -51,8 +51,9 @@ Router::Router(const Topology& topo) : topo_(topo) {
   paths_from_.assign(n, 0.0);
   latency_to_.assign(n, 0.0);
   // FNV-1a of the name: stable across builds, and the same in a part of a template as in the whole.
-  vertex_key_.resize(n);
-  for (VertexId v = 0; v < n; ++v) {
+  // Only hashed ECMP reads it.
+  if (topo.routing.ecmp == EcmpMode::hash) vertex_key_.resize(n);
+  for (VertexId v = 0; v < vertex_key_.size(); ++v) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
     for (unsigned char c : g[v].name) h = (h ^ c) * 0x100000001b3ULL;
     vertex_key_[v] = h;
