@@ -30,6 +30,13 @@ struct TempFile {
   TempFile& operator=(const TempFile&) = delete;
 };
 
+// `text` with the first `from` replaced by `to` (a variant of a test file); `from` must occur.
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
 struct Run {
   int code = -1;
   std::string out;  // stdout and stderr together

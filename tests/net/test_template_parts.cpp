@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 using namespace basp;
+using basp::test::replaced;
 using basp::test::TempFile;
 
 namespace {
@@ -48,12 +49,6 @@ void check_same_summary(const TopologyFile& file) {
   }
   CHECK(parts.unused_classes == whole.unused_classes);
   CHECK(parts.unused_scope == whole.unused_scope);
-}
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
 }
 
 // Two-socket PCIe nodes with two NICs under a three-tier fabric; pods of consecutive leaves.

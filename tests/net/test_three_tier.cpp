@@ -12,6 +12,7 @@
 #include <sstream>
 
 using namespace basp;
+using basp::test::replaced;
 using basp::test::TempFile;
 
 namespace {
@@ -38,12 +39,6 @@ bool crosses(const Topology& t, const RouteView& r, const std::string& what) {
   for (const Hop& h : r.hops)
     if (t.graph[t.link(h.link).to].name.find(what) != std::string::npos) return true;
   return false;
-}
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
 }
 
 // Four-GPU nodes with four NICs under a three-tier fabric of 2-node leaves; pods per rail.

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 using namespace basp;
+using basp::test::replaced;
 using basp::test::TempFile;
 
 namespace {
@@ -34,12 +35,6 @@ fabric:
   oversubscription: 1
   spines: 2
 )";
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
 
 // Loads `text`; returns the InputError's message (fails the test when nothing is thrown).
 std::string error_of(const std::string& text) {
