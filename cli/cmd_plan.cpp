@@ -4,6 +4,7 @@
 #include "input_error.hpp"
 #include "options.hpp"
 #include "plan.hpp"
+#include "simulate_options.hpp"
 #include "svg_chart.hpp"
 #include "units.hpp"
 
@@ -156,13 +157,7 @@ int run_plan(const PlanArgs& a) {
   q.job.gpus = a.gpus;
   q.job.calibration = a.calibration;
   q.global_batch = a.global_batch;
-  q.strategies.clear();
-  for (const std::string& s : a.strategies) {
-    const Strategy strategy = *parse_strategy(s);  // CLI11 checked membership
-    for (Strategy seen : q.strategies)
-      if (seen == strategy) throw InputError("", 0, "--strategy", "'" + s + "' is named twice");
-    q.strategies.push_back(strategy);
-  }
+  q.strategies = parse_strategies(a.strategies);
   if (!a.memory_limit.empty()) {
     q.memory_limit_bytes = parse_flag_quantity("--memory-limit", a.memory_limit, Quantity::bytes);
     if (!(q.memory_limit_bytes > 0)) throw InputError("", 0, "--memory-limit", "must be more than 0 bytes");

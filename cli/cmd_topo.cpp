@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <memory>
 
@@ -22,13 +22,6 @@ struct TopoArgs {
   bool explicit_form = false;
 };
 
-void write_file(const std::string& file, const std::function<void(std::ostream&)>& write) {
-  if (file == "-") return write(std::cout);
-  std::ofstream out(file);
-  if (!out) throw InputError("", 0, "--dot", "cannot write '" + file + "'");
-  write(out);
-}
-
 int run_topo(const TopoArgs& a) {
   TopologyFile file = a.topo.read();
   // Only the explicit and Graphviz forms need every vertex; the summary builds parts of templates.
@@ -37,8 +30,11 @@ int run_topo(const TopoArgs& a) {
     write_explicit_topology(file.explicit_topology, std::cout);
     return 0;
   }
-  if (!a.dot_file.empty())
-    write_file(a.dot_file, [&](std::ostream& o) { write_dot(file.explicit_topology, o); });
+  if (!a.dot_file.empty()) {
+    std::ostringstream dot;
+    write_dot(file.explicit_topology, dot);
+    write_text_file(a.dot_file, "--dot", dot.str());
+  }
   const TopologySummary s = summarize(file);
   if (a.format.format() == Format::json) {
     nlohmann::ordered_json j;

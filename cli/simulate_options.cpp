@@ -46,6 +46,17 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
       ->check(CLI::IsMember({"auto", "classes", "full"}))->capture_default_str();
 }
 
+std::vector<Strategy> parse_strategies(const std::vector<std::string>& names) {
+  std::vector<Strategy> out;
+  for (const std::string& s : names) {
+    const Strategy strategy = *parse_strategy(s);  // CLI11 checked membership
+    for (Strategy seen : out)
+      if (seen == strategy) throw InputError("", 0, "--strategy", "'" + s + "' is named twice");
+    out.push_back(strategy);
+  }
+  return out;
+}
+
 StepConfig to_step_config(const SimulateArgs& a) {
   StepConfig c;
   c.topology = a.topo.topology;
@@ -57,13 +68,7 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.batch = a.batch;
   c.sp = a.sp;
   c.gpus = a.gpus;
-  c.strategies.clear();
-  for (const std::string& s : a.strategies) {
-    const Strategy strategy = *parse_strategy(s);  // CLI11 checked membership
-    for (Strategy seen : c.strategies)
-      if (seen == strategy) throw InputError("", 0, "--strategy", "'" + s + "' is named twice");
-    c.strategies.push_back(strategy);
-  }
+  c.strategies = parse_strategies(a.strategies);
   c.placement = a.placement == "strided" ? Placement::strided : Placement::contiguous;
   c.zero = a.zero;
   c.zero_group = a.zero_group;

@@ -34,6 +34,8 @@ struct SimulateArgs {
 
 void add_simulate_options(CLI::App& app, SimulateArgs& args);
 StepConfig to_step_config(const SimulateArgs& args);  // InputError for values CLI11 cannot check
+// --strategy's names (CLI11 checked each) as strategies; InputError when one is named twice.
+std::vector<Strategy> parse_strategies(const std::vector<std::string>& names);
 
 // One line per figure of a result, for tables; the JSON forms of a config and a result.
 std::string describe_config(const StepReport& report);
