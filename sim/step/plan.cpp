@@ -198,12 +198,9 @@ PlanReport plan(const PlanQuestion& q) {
   PlanReport r;
   r.setup = prepare_step(q.job);
   const StepReport& rep = r.setup.report;
-  const int available = static_cast<int>(rep.topology.gpus.size());
-  r.gpus = q.job.gpus == 0 ? available : q.job.gpus;
-  if (r.gpus < 1 || r.gpus > available)
-    throw InputError("", 0, "--gpus", std::to_string(r.gpus) + " GPUs asked for; " + rep.topology.name + " has " +
-                                          std::to_string(available) + " (use --nodes to grow a template topology)");
-  if (q.job.seq < 1) throw InputError("", 0, "--seq", "must be at least 1 token");
+  StepConfig job = q.job;
+  resolve_job(job, rep.topology);
+  r.gpus = job.gpus;
   r.memory_limit_bytes = q.memory_limit_bytes > 0 ? q.memory_limit_bytes : r.setup.gpu->hbm_bytes;
 
   std::map<std::string, int> pruned;

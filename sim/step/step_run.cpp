@@ -91,24 +91,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   return res;
 }
 
-// Defaults resolved and job-level checks that do not depend on the strategy.
-void resolve_job(StepConfig& c, const Topology& topo) {
-  const int available = static_cast<int>(topo.gpus.size());
-  if (c.gpus == 0) c.gpus = available;
-  if (c.gpus < 1 || c.gpus > available)
-    throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + topo.name + " has " +
-                                          std::to_string(available) + " (use --nodes to grow a template topology)");
-  if (c.sp == 0) c.sp = c.gpus;
-  if (c.seq < 1) throw InputError("", 0, "--seq", "must be at least 1 token");
-  if (c.zero < 0 || c.zero > 3) throw InputError("", 0, "--zero", "ZeRO stages are 0, 1, 2 and 3");
-  if (c.zero_group == 0) c.zero_group = c.gpus;
-  if (c.zero_group < 1 || c.gpus % c.zero_group != 0)
-    throw InputError("", 0, "--zero-group", std::to_string(c.zero_group) + " does not divide the job's " +
-                                                std::to_string(c.gpus) + " GPUs");
-  if (c.zero == 0 && c.zero_group != c.gpus)
-    throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
-  if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
-}
+
 
 // `given` null: the calibration the config names (or the topology's).
 StepSetup prepare(const StepConfig& in, const Calibration* given) {
@@ -177,6 +160,25 @@ StepReport simulate_step(const StepConfig& in, const Calibration& calibration, c
 }
 
 StepSetup prepare_step(const StepConfig& config) { return prepare(config, nullptr); }
+
+void resolve_job(StepConfig& c, const Topology& topo) {
+  const int available = static_cast<int>(topo.gpus.size());
+  if (c.gpus == 0) c.gpus = available;
+  if (c.gpus < 1 || c.gpus > available)
+    throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + topo.name + " has " +
+                                          std::to_string(available) + " (use --nodes to grow a template topology)");
+  if (c.sp == 0) c.sp = c.gpus;
+  if (c.seq < 1) throw InputError("", 0, "--seq", "must be at least 1 token");
+  if (c.zero < 0 || c.zero > 3) throw InputError("", 0, "--zero", "ZeRO stages are 0, 1, 2 and 3");
+  if (c.zero_group == 0) c.zero_group = c.gpus;
+  if (c.zero_group < 1 || c.gpus % c.zero_group != 0)
+    throw InputError("", 0, "--zero-group", std::to_string(c.zero_group) + " does not divide the job's " +
+                                                std::to_string(c.gpus) + " GPUs");
+  if (c.zero == 0 && c.zero_group != c.gpus)
+    throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
+  if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
+}
+
 
 StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
                                  MoveCache& moves) {

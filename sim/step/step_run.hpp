@@ -78,6 +78,9 @@ struct StepSetup {
   const GpuKind* gpu = nullptr;
 };
 StepSetup prepare_step(const StepConfig& config);
+// The job's sizes resolved (GPUs, SP degree, ZeRO group; 0: their defaults) and checked against
+// the topology: what every strategy of `config` shares. Throws InputError (exit 2).
+void resolve_job(StepConfig& config, const Topology& topo);
 // One strategy of `config` (whose topology, model and calibration must be the setup's) exactly
 // as simulate_step runs it, without the Ulysses baseline. Thread-safe for distinct `moves`.
 StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
