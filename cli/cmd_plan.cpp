@@ -102,6 +102,7 @@ nlohmann::ordered_json plan_json(const PlanArgs& a, const PlanReport& r, const P
   j["zero_group"] = c.zero_group;
   j["checkpointing"] = c.checkpointing;
   j["global_batch_s"] = p.global_batch_s;
+  j["lower_bound_s"] = p.candidate.bound_s;  // per global batch: what pruning compared (docs/plan.md)
   j["step_s"] = x.step_s;
   j["tokens_per_s"] = x.tokens_per_s;
   j["mfu"] = x.mfu;

@@ -70,7 +70,7 @@ TEST_CASE("plan: every candidate is a valid layout that reaches the global batch
 TEST_CASE("plan: layouts pruned as duplicates simulate exactly like the one kept") {
   const PlanQuestion q = small_question();
   const StepSetup setup = prepare_step(q.job);
-  MoveCache moves;
+  RunCache moves;
   StepConfig c = q.job;
   c.gpus = 16;
   c.sp = 8;
@@ -116,7 +116,7 @@ TEST_CASE("plan: pruning by memory drops only plans that do not fit, and threads
 }
 
 // System: the small question, searched exhaustively and with pruning by the lower bound.
-// Expectations: the bound never exceeds a simulated time, and is close for some; the pruned search simulates fewer
+// Expectations: the bound never exceeds a simulated time, and is within 5% for nine in ten; the pruned search simulates fewer
 // layouts, finds the same best plan, the same best per strategy and the same Pareto front, and
 // every plan it left out is slower than the best.
 TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops the best plan") {
@@ -125,12 +125,12 @@ TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops 
   const PlanReport all = plan(q);
   q.exhaustive = false;
   const PlanReport pruned = plan(q);
-  int tight = 0;  // plans the all-to-all part of the bound brings within 5% of their time
+  std::size_t tight = 0;  // plans the critical-path bound brings within 5% of their time
   for (const Plan& p : all.plans) {
     CHECK(p.candidate.bound_s <= p.global_batch_s * (1 + 1e-12));
     tight += p.candidate.bound_s > 0.95 * p.global_batch_s;
   }
-  CHECK(tight > 0);
+  CHECK(tight >= all.plans.size() * 9 / 10);
   CHECK(pruned.plans.size() < all.plans.size());
   REQUIRE(pruned.pruned.count("beaten by a plan of its strategy with no more memory (lower bound)"));
   CHECK(shape(pruned.plans.front().candidate) == shape(all.plans.front().candidate));

@@ -19,12 +19,6 @@ constexpr CollectiveInfo infos[] = {
     {"alltoall", ring_factor},      {"allgather", ring_factor}, {"reducescatter", ring_factor},
     {"allreduce", allreduce_factor}, {"sendrecv", one}};
 
-// A rank's call: launch overhead plus per-peer overhead, after its entry task.
-TaskId add_call(Engine& engine, const Topology& topo, int peers, std::span<const TaskId> entry, int rank_class) {
-  const TaskId call = engine.add_delay(topo.software.launch_s + topo.software.per_peer_s * peers);
-  if (!entry.empty()) engine.depends(call, entry[rank_class]);
-  return call;
-}
 
 // A flow from rank a to rank b (a a representative) between both ranks' calls and returns.
 struct FlowAdder {
@@ -134,16 +128,19 @@ const GroupSet::RingPlan& GroupSet::rings(const Topology& topo, Router& router) 
   const std::size_t n = groups_.size();
   p.channels.assign(n, 1);
   p.edges.resize(n);
+  p.into.resize(n);
   p.step_latency_s.assign(n, 0.0);
   for (std::size_t g = 0; g < n; ++g) {
     if (reps_[g].empty()) continue;
     Rings r = nccl_rings(topo, groups_[g]);
     p.channels[g] = r.channels;
-    for (const RingEdge& e : r.edges)
+    for (const RingEdge& e : r.edges) {
+      if (fold_.represents(e.to)) p.into[g].push_back(e);
       if (fold_.represents(e.from)) {
         p.edges[g].push_back(e);
         p.step_latency_s[g] = std::max(p.step_latency_s[g], router.route(e.from, e.to).latency_s);
       }
+    }
   }
   // A group's edges are the images of its orbit's representative edges: the slowest is theirs.
   std::vector<char> seen(n, 0);
@@ -178,7 +175,8 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
   for (int c = 0; c < classes; ++c) out.done[c] = engine.add_delay(0.0);
   for (int c = 0; c < classes; ++c) {
     const int n = static_cast<int>(set.groups()[set.group_of(c)].size());
-    out.call[c] = add_call(engine, topo, op == CollectiveOp::alltoall ? n - 1 : (n > 1 ? 1 : 0), entry, c);
+    out.call[c] = engine.add_delay(call_overhead_s(topo, op, n));
+    if (!entry.empty()) engine.depends(out.call[c], entry[c]);
   }
   FlowAdder add{engine, router, fold, out, {}};
   switch (op) {
@@ -190,6 +188,11 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
   }
   for (int c = 0; c < classes; ++c) engine.depends(out.done[c], out.call[c]);
   return out;
+}
+
+double call_overhead_s(const Topology& topo, CollectiveOp op, int n) {
+  const int peers = op == CollectiveOp::alltoall ? n - 1 : (n > 1 ? 1 : 0);
+  return topo.software.launch_s + topo.software.per_peer_s * peers;
 }
 
 std::vector<double> link_capacities(const Topology& topo) {

@@ -45,6 +45,7 @@ class GroupSet {
   struct RingPlan {
     std::vector<std::size_t> channels;        // per group
     std::vector<std::vector<RingEdge>> edges; // per group: edges leaving a representative
+    std::vector<std::vector<RingEdge>> into;  // per group: edges entering a representative
     std::vector<double> step_latency_s;       // per group: its slowest edge (over the whole group)
   };
   const RingPlan& rings(const Topology& topo, Router& router);
@@ -70,6 +71,10 @@ struct GroupCalls {
 // representatives' tasks and the flows they send are built (their hops on representative links).
 GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                            CollectiveOp op, GroupSet& set, double size_bytes, std::span<const TaskId> entry = {});
+
+// A rank's launch and per-peer overheads for one call of `op` on a group of n ranks: a delay
+// before its flows, holding no bandwidth.
+double call_overhead_s(const Topology& topo, CollectiveOp op, int n);
 
 // The engine's link capacities for a topology, by link id.
 std::vector<double> link_capacities(const Topology& topo);

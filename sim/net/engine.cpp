@@ -227,4 +227,38 @@ RunStats Engine::run() {
   return stats_;
 }
 
+double Engine::longest_path_s() const {
+  if (!paths_.empty()) throw std::logic_error("Engine::longest_path_s: the graph has flows");
+  const std::size_t tasks = kind_.size();
+  std::vector<std::uint32_t> preds(tasks, 0), begin(tasks + 1, 0), succ(deps_.size());
+  for (auto [on, task] : deps_) {
+    ++preds[task];
+    ++begin[on + 1];
+  }
+  for (std::size_t t = 0; t < tasks; ++t) begin[t + 1] += begin[t];
+  {
+    std::vector<std::uint32_t> cursor(begin.begin(), begin.end() - 1);
+    for (auto [on, task] : deps_) succ[cursor[on]++] = task;
+  }
+  std::vector<double> ready(tasks, 0.0);
+  std::vector<TaskId> todo;
+  for (TaskId t = 0; t < tasks; ++t)
+    if (preds[t] == 0) todo.push_back(t);
+  double last = 0.0;
+  std::size_t finished = 0;
+  while (!todo.empty()) {
+    const TaskId t = todo.back();
+    todo.pop_back();
+    ++finished;
+    const double finish = ready[t] + duration_[t];
+    last = std::max(last, finish);
+    for (std::uint32_t k = begin[t]; k < begin[t + 1]; ++k) {
+      ready[succ[k]] = std::max(ready[succ[k]], finish);
+      if (--preds[succ[k]] == 0) todo.push_back(succ[k]);
+    }
+  }
+  if (finished != tasks) throw std::logic_error("engine: a task never finished (dependency cycle)");
+  return last;
+}
+
 }  // namespace basp

@@ -54,6 +54,10 @@ class Engine {
 
   RunStats run();  // once
 
+  // For a graph of delays only: when its last task finishes, each task starting once all it
+  // depends on have finished (the longest path; no events, so no batching within 1e-9).
+  double longest_path_s() const;
+
   double ready_time(TaskId t) const { return ready_[t]; }
   double finish_time(TaskId t) const { return finish_[t]; }
   // Bytes each link carried (all flows, all of their multiplicity).

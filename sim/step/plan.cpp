@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -108,8 +109,10 @@ std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int g
 // What a micro-step cannot beat: the compute stream runs its compute tasks and its all-to-all
 // calls one after another (build_step). A call takes at least its launch and per-peer overheads,
 // then its flows start, and all that a rank sends, (K-1)/K of its buffer, leaves its GPU through
-// links of `gpu_out_Bps` in all. Ring sends overlap attention, and ZeRO runs on other streams:
-// counted as free. Gradient accumulation repeats the micro-step.
+// links of `gpu_out_Bps` in all. Ring sends overlap attention, but they run one after another,
+// each at least its launch and per-peer overheads, and the last block's attention waits for the
+// last send. ZeRO runs on other streams: counted as free. Gradient accumulation repeats the
+// micro-step.
 double micro_step_bound_s(const CostModel& cost, const Layout& layout, const ZeroPlan& zero, bool checkpointing,
                           int layers, const SoftwareCosts& software, double gpu_out_Bps) {
   double a2a = 0.0;
@@ -123,11 +126,13 @@ double micro_step_bound_s(const CostModel& cost, const Layout& layout, const Zer
     a2a = layers * pass * (checkpointing ? 3 : 2);
   }
   const StepCosts c = step_costs(cost, layout, zero);
-  const double attention_steps = layout.ring_size > 1 ? layout.ring_size : 1;
-  const double forward = c.pre_attention[0].time_s + attention_steps * c.attention_block[0].time_s +
-                         c.post_attention[0].time_s;
-  const double backward = c.post_attention[1].time_s + attention_steps * c.attention_block[1].time_s +
-                          c.pre_attention[1].time_s;
+  const double steps = layout.ring_size > 1 ? layout.ring_size : 1;
+  const double send = software.launch_s + software.per_peer_s;  // a send/recv call's overheads
+  auto attention = [&](double block) { return std::max(steps * block, (steps - 1) * send + block); };
+  const double forward =
+      c.pre_attention[0].time_s + attention(c.attention_block[0].time_s) + c.post_attention[0].time_s;
+  const double backward =
+      c.post_attention[1].time_s + attention(c.attention_block[1].time_s) + c.pre_attention[1].time_s;
   return c.embedding[0].time_s + layers * forward + c.lm_head[0].time_s + c.lm_head[1].time_s +
          layers * ((checkpointing ? forward : 0.0) + backward) + c.embedding[1].time_s + c.optimizer.time_s + a2a;
 }
@@ -204,7 +209,7 @@ PlanReport plan(const PlanQuestion& q) {
   r.memory_limit_bytes = q.memory_limit_bytes > 0 ? q.memory_limit_bytes : r.setup.gpu->hbm_bytes;
 
   std::map<std::string, int> pruned;
-  const std::vector<PlanCandidate> candidates = enumerate_plans(q, r.setup, r.gpus, r.memory_limit_bytes, pruned);
+  std::vector<PlanCandidate> candidates = enumerate_plans(q, r.setup, r.gpus, r.memory_limit_bytes, pruned);
   for (const auto& [why, n] : pruned) r.enumerated += n;
   r.enumerated += static_cast<int>(candidates.size());
   r.pruned = pruned;
@@ -221,63 +226,101 @@ PlanReport plan(const PlanQuestion& q) {
                          " GPUs: DP x micro-batch must divide it (DP = GPUs / SP degree)");
   }
 
-  // Simulated by ascending bound, in batches of a fixed size, in parallel within a batch. After
-  // each batch, what cannot beat the best simulated time is left out. Each result lands in its
-  // candidate's slot and the batches do not depend on the thread count, so neither does the output.
-  std::vector<std::size_t> order(candidates.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return candidates[a].bound_s < candidates[b].bound_s; });
   const int threads = std::max(1, q.threads > 0 ? q.threads : int(std::thread::hardware_concurrency()));
-  constexpr std::size_t batch = 16;
-  std::vector<StrategyResult> results(candidates.size());
-  std::vector<char> simulated(candidates.size(), 0);
-  std::vector<MoveCache> moves(threads);
-  // A layout is left out when a simulated plan of its own strategy needs no more memory and is
-  // no slower than the layout's bound: it can then be neither its strategy's best (the speedups'
-  // baseline, for Ulysses) nor on the Pareto front of throughput against memory.
-  std::map<Strategy, std::vector<std::pair<double, double>>> simulated_by;  // (memory, time per batch)
-  auto dominated = [&](const PlanCandidate& c) {
-    for (auto [memory, time] : simulated_by[c.strategy])
-      if (memory <= c.memory_bytes && time <= c.bound_s) return true;
-    return false;
-  };
-  double best_s = std::numeric_limits<double>::infinity();
-  std::size_t done = 0;
-  for (std::size_t first = 0; first < order.size(); first += batch) {
-    std::vector<std::size_t> todo;
-    for (std::size_t k = first; k < std::min(order.size(), first + batch); ++k)
-      if (q.exhaustive || !dominated(candidates[order[k]])) todo.push_back(order[k]);
-      else ++r.pruned["beaten by a plan of its strategy with no more memory (lower bound)"];
-    if (todo.empty()) continue;
-    std::vector<std::exception_ptr> errors(todo.size());
+  std::vector<RunCache> caches(threads);
+  // Runs job(k, thread) for k < count on the pool; rethrows the first error in k order.
+  auto in_parallel = [&](std::size_t count, const std::function<void(std::size_t, int)>& job) {
+    std::vector<std::exception_ptr> errors(count);
     std::atomic<std::size_t> next{0};
     auto work = [&](int t) {
-      for (std::size_t k = next++; k < todo.size(); k = next++) {
+      for (std::size_t k = next++; k < count; k = next++) {
         try {
-          const PlanCandidate& c = candidates[todo[k]];
-          results[todo[k]] = simulate_strategy(r.setup, c.config, c.strategy, moves[t]);
+          job(k, t);
         } catch (...) {
           errors[k] = std::current_exception();
         }
       }
     };
     std::vector<std::thread> pool;
-    for (int t = 1; t < std::min<int>(threads, int(todo.size())); ++t) pool.emplace_back(work, t);
+    for (int t = 1; t < std::min<int>(threads, int(count)); ++t) pool.emplace_back(work, t);
     work(0);
     for (std::thread& t : pool) t.join();
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
+  };
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+
+  // Layouts are simulated by ascending bound, in batches of a fixed size, in parallel within a
+  // batch. Each starts with the simple bound; the critical-path bound is worked out (in slices, in
+  // parallel) when a layout comes up, and the layout goes back in line under it: a layout is
+  // simulated only once it has the lowest bound of all that are left. After each batch, what
+  // cannot beat a simulated plan is left out. Each result lands in its candidate's slot and the
+  // slices and batches do not depend on the thread count, so neither does the output.
+  std::vector<std::size_t> order(candidates.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return candidates[a].bound_s < candidates[b].bound_s; });
+  constexpr std::size_t batch = 16;
+  std::vector<StrategyResult> results(candidates.size());
+  std::vector<char> simulated(candidates.size(), 0);
+  // A layout is left out when a simulated plan of its own strategy needs no more memory and is
+  // no slower than the layout's bound: it can then be neither its strategy's best (the speedups'
+  // baseline, for Ulysses) nor on the Pareto front of throughput against memory.
+  std::map<Strategy, std::vector<std::pair<double, double>>> simulated_by;  // (memory, time per batch)
+  auto dominated = [&](const PlanCandidate& c) {
+    if (q.exhaustive) return false;
+    for (auto [memory, time] : simulated_by[c.strategy])
+      if (memory <= c.memory_bytes && time <= c.bound_s) return true;
+    return false;
+  };
+  double best_s = std::numeric_limits<double>::infinity();
+  std::size_t simulated_count = 0, decided = 0, bounded = 0;
+  const std::string beaten = "beaten by a plan of its strategy with no more memory (lower bound)";
+  std::set<std::pair<double, std::size_t>> refined;  // (critical-path bound, candidate)
+  std::size_t next = 0;                               // in `order`: the first layout not yet refined
+  while (next < order.size() || !refined.empty()) {
+    std::vector<std::size_t> todo;
+    while (todo.size() < batch && (next < order.size() || !refined.empty())) {
+      const double next_simple = next < order.size() ? candidates[order[next]].bound_s : std::numeric_limits<double>::infinity();
+      if (!refined.empty() && refined.begin()->first <= next_simple) {
+        const std::size_t i = refined.begin()->second;
+        refined.erase(refined.begin());
+        ++decided;
+        if (dominated(candidates[i])) ++r.pruned[beaten];
+        else todo.push_back(i);
+        continue;
+      }
+      std::vector<std::size_t> slice;
+      for (; slice.size() < batch && next < order.size(); ++next) {
+        const std::size_t i = order[next];
+        if (dominated(candidates[i])) {
+          ++decided;
+          ++r.pruned[beaten];
+        } else {
+          slice.push_back(i);
+        }
+      }
+      in_parallel(slice.size(), [&](std::size_t k, int t) {
+        PlanCandidate& c = candidates[slice[k]];
+        const double step = step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]);
+        c.bound_s = std::max(c.bound_s, double(c.accumulation) * step);
+      });
+      bounded += slice.size();
+      for (std::size_t i : slice) refined.insert({candidates[i].bound_s, i});
+    }
+    if (todo.empty()) continue;
+    in_parallel(todo.size(), [&](std::size_t k, int t) {
+      const PlanCandidate& c = candidates[todo[k]];
+      results[todo[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
+    });
     for (std::size_t i : todo) {
       simulated[i] = 1;
       const double time = results[i].step_s * double(candidates[i].accumulation);
       simulated_by[candidates[i].strategy].push_back({candidates[i].memory_bytes, time});
       best_s = std::min(best_s, time);
     }
-    done += todo.size();
-    if (q.progress)
-      q.progress({std::min(order.size(), first + batch), order.size(), done, best_s,
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+    simulated_count += todo.size();
+    if (q.progress) q.progress({decided, order.size(), simulated_count, best_s, elapsed(), bounded});
   }
 
   for (std::size_t i = 0; i < candidates.size(); ++i) {

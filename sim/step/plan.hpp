@@ -19,6 +19,7 @@ struct PlanProgress {
   std::size_t simulated = 0;
   double best_s = 0;                   // best time per global batch so far
   double elapsed_s = 0;
+  std::size_t bounded = 0;             // layouts whose critical-path bound was worked out
 };
 
 struct PlanQuestion {
@@ -39,9 +40,10 @@ struct PlanCandidate {
   StepConfig config;
   long accumulation = 1;
   double memory_bytes = 0;  // the memory model's peak per GPU
-  // Time per global batch can be no less: accumulation × what one micro-step's compute stream
-  // must do one thing after another (compute, and all-to-all calls at the GPU's full injection
-  // bandwidth; plan.cpp), with every other transfer free.
+  // Time per global batch can be no less: accumulation × a bound on the micro-step, the larger of
+  // what its compute stream must do one thing after another (compute, and all-to-all calls at the
+  // GPU's full injection bandwidth) and the step graph's critical path with every call at its
+  // per-rank bound (step_lower_bound_s; docs/plan.md). enumerate_plans gives the first, plan both.
   double bound_s = 0;
 };
 

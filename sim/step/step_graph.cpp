@@ -3,6 +3,7 @@
 // module ahead), gradients are reduced per module on their own stream as backward produces them.
 #include "step_graph.hpp"
 
+#include "collective_bounds.hpp"
 #include "collectives.hpp"
 
 #include <algorithm>
@@ -40,9 +41,9 @@ constexpr std::uint8_t forward = 0, recompute = 1, backward = 2;
 class StepBuilder {
  public:
   StepBuilder(Engine& e, Router& r, const Topology& t, const RankFold& f, const Layout& l, const StepCosts& c,
-              const ModelSpec& m, const ZeroPlan& z, const ZeroGroups& zg)
+              const ModelSpec& m, const ZeroPlan& z, const ZeroGroups& zg, CallBounds* bounds)
       : engine_(e), router_(r), topo_(t), fold_(f), layout_(l), costs_(c), model_(m), zero_(z),
-        ranks_(f.classes()) {
+        ranks_(bounds ? 1 : f.classes()), bounds_(bounds) {
     out_.spans.resize(ranks_);
     last_call_.resize(ranks_);
     for (auto& s : out_.spans) s.reserve(32 * std::size_t(m.layers));
@@ -110,7 +111,16 @@ class StepBuilder {
   // One call per group; each rank (class) enters after its stream's tail, which becomes the call's return.
   void collective(Label label, int layer, std::uint8_t pass, GroupSet& groups, CollectiveOp op, double bytes,
                   std::vector<TaskId>& tail) {
-    const GroupCalls t = add_collectives(engine_, router_, topo_, fold_, op, groups, bytes, tail);
+    GroupCalls t;
+    if (bounds_) {  // one rank's chain: its call, then its least transfer time
+      const CallBounds::Call b = bounds_->get(router_, topo_, fold_, op, groups, bytes);
+      t.call = {engine_.add_delay(b.overhead_s)};
+      engine_.depends(t.call[0], tail[0]);
+      t.done = {engine_.add_delay(b.transfer_s)};
+      engine_.depends(t.done[0], t.call[0]);
+    } else {
+      t = add_collectives(engine_, router_, topo_, fold_, op, groups, bytes, tail);
+    }
     for (int r = 0; r < ranks_; ++r) {
       tail[r] = t.done[r];
       last_call_[r] = t.call[r];
@@ -222,7 +232,8 @@ class StepBuilder {
   const StepCosts& costs_;
   const ModelSpec& model_;
   const ZeroPlan& zero_;
-  const int ranks_;  // rank classes: every per-rank vector below is indexed by class
+  const int ranks_;  // rank classes: every per-rank vector below is indexed by class (one with bounds_)
+  CallBounds* bounds_;  // set: each call is its least time over the ranks, and one rank is built
   std::vector<TaskId> compute_, gather_, reduce_;  // per rank: the last task of each stream
   std::vector<TaskId> last_call_;  // per rank: its latest call
   std::optional<GroupSet> shard_, replica_, a2a_, ring_;
@@ -285,8 +296,9 @@ std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& 
 
 StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                      const Layout& layout, const StepCosts& costs, const ModelSpec& model, bool checkpointing,
-                     const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers) {
-  return StepBuilder(engine, router, topo, fold, layout, costs, model, zero, zero_groups).build(checkpointing, layers);
+                     const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers, CallBounds* bounds) {
+  return StepBuilder(engine, router, topo, fold, layout, costs, model, zero, zero_groups, bounds)
+      .build(checkpointing, layers);
 }
 
 double flows_per_layer(const Layout& l, bool checkpointing, const Topology& topo) {

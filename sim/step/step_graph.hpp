@@ -2,6 +2,7 @@
 // the strategy's exchanges, as DeepSpeed does), a ZeRO gather stream and a gradient-reduce stream.
 #pragma once
 
+#include "collective_bounds.hpp"
 #include "cost_model.hpp"
 #include "engine.hpp"
 #include "rank_fold.hpp"
@@ -65,10 +66,14 @@ std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& 
 
 // `layers` transformer layers are built (all of the model's, or a window of them whose middle
 // layer stands for the others, see step_run.cpp); everything outside the layers is built once.
-// With a fold, only the representative ranks' tasks are built (docs/symmetry.md).
+// With a fold, only the representative ranks' tasks are built (docs/symmetry.md). With `bounds`,
+// one rank's streams are built, each call being its least time over the ranks
+// (collective_bounds.hpp): the graph's length is then a lower bound on the step's, whichever rank
+// finishes last (the planner's pruning, docs/plan.md). Its spans are that rank's.
 StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                      const Layout& layout, const StepCosts& costs, const ModelSpec& model, bool checkpointing,
-                     const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers);
+                     const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers,
+                     CallBounds* bounds = nullptr);
 
 // Flows one layer adds to the graph (forward, backward and recomputation), to size windows.
 double flows_per_layer(const Layout& layout, bool checkpointing, const Topology& topo);

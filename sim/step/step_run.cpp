@@ -2,6 +2,8 @@
 // per-rank timelines to the report's figures.
 #include "step_run.hpp"
 
+#include "collective_bounds.hpp"
+
 #include "cost_model.hpp"
 #include "gpu_kind.hpp"
 #include "input_error.hpp"
@@ -24,7 +26,7 @@ struct Run {
   const StepConfig& config;
   const ZeroPlan& zero;
   const StepOptions& options;
-  MoveCache& moves;  // the topology's node moves, derived once for all strategies
+  RunCache& cache;  // node moves, folds and routes, derived once for all strategies
 };
 
 // Transformer layers to build: all of them, the configured window, or the smallest window that
@@ -47,13 +49,12 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.layout = make_layout(run.config, run.model, strategy, ranks, run.topo.gpus_per_node);
   const StepCosts costs = step_costs(run.cost, res.layout, run.zero);
   const ZeroGroups groups = zero_groups(ranks, run.zero);
-  const FoldChoice choice =
-      choose_fold(run.config.engine, run.topo, ranks, step_traffic(res.layout, groups), &run.moves);
+  const FoldChoice& choice = run.cache.fold(run.config.engine, run.topo, ranks, step_traffic(res.layout, groups));
   const RankFold& fold = choice.fold;
   res.engine = choice.use;
   res.layers_simulated = layers_to_simulate(run, res.layout, fold);
   Engine engine(fold.quotient_capacities(link_capacities(run.topo)));
-  Router router(run.topo);
+  Router& router = run.cache.router(run.topo);
   const StepTasks tasks = build_step(engine, router, run.topo, fold, res.layout, costs, run.model,
                                      run.config.checkpointing, run.zero, groups, res.layers_simulated);
   if (trace) {  // the representative of each of the busiest links' classes
@@ -122,8 +123,8 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   resolve_job(c, rep.topology);
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
-  MoveCache moves;
-  const Run run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, moves};
+  RunCache cache;
+  const Run run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, cache};
 
   // Every layout is checked before anything is simulated, so bad input fails fast.
   for (Strategy s : c.strategies) make_layout(c, rep.model, s, c.gpus, rep.topology.gpus_per_node);
@@ -181,15 +182,75 @@ void resolve_job(StepConfig& c, const Topology& topo) {
 
 
 StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
-                                 MoveCache& moves) {
+                                 RunCache& cache) {
   StepConfig c = config;
   resolve_job(c, setup.report.topology);
   const StepReport& rep = setup.report;
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   const StepOptions options;
-  const Run run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, moves};
+  const Run run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, cache};
   return run_strategy(run, strategy, nullptr, 0);
+}
+
+double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache) {
+  StepConfig c = config;
+  resolve_job(c, setup.report.topology);
+  const StepReport& rep = setup.report;
+  const ZeroPlan zero{c.zero, c.zero_group};
+  const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
+  const Layout layout = make_layout(c, rep.model, strategy, c.gpus, rep.topology.gpus_per_node);
+  const StepCosts costs = step_costs(cost, layout, zero);
+  const ZeroGroups groups = zero_groups(c.gpus, zero);
+  const FoldChoice& choice = cache.fold(c.engine, rep.topology, c.gpus, step_traffic(layout, groups));
+  Router& router = cache.router(rep.topology);
+  CallBounds bounds;
+  // Each rank finishes no earlier than its own chain; the first build finds the calls. The
+  // simulation merges events within 1e-9 relative of each other, which may end it that much
+  // earlier per event on its critical path: the margin covers ten thousand of them.
+  auto chain = [&](int rank_class) {
+    bounds.select(rank_class);
+    Engine engine({});
+    build_step(engine, router, rep.topology, choice.fold, layout, costs, rep.model, c.checkpointing, zero, groups,
+               rep.model.layers, &bounds);
+    return engine.longest_path_s();
+  };
+  double longest = chain(0);
+  for (int k : bounds.distinct_classes())
+    if (k != 0) longest = std::max(longest, chain(k));
+  return longest * (1.0 - 1e-5);
+}
+
+Router& RunCache::router(const Topology& topo) {
+  if (routed_ != &topo || !router_) {
+    router_ = std::make_unique<Router>(topo);
+    routed_ = &topo;
+  }
+  return *router_;
+}
+
+const FoldChoice& RunCache::fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic) {
+  constexpr std::size_t kept = 4;  // folds hold a class per link: a few patterns only
+  if (folded_ != &topo) {
+    patterns_.clear();
+    folded_ = &topo;
+  }
+  auto same = [&](const Pattern& p) {
+    if (p.mode != mode || p.ranks != ranks || p.traffic.size() != traffic.size()) return false;
+    for (std::size_t t = 0; t < traffic.size(); ++t)
+      if (p.traffic[t].first != traffic[t].traffic || p.traffic[t].second != *traffic[t].groups) return false;
+    return true;
+  };
+  for (auto it = patterns_.begin(); it != patterns_.end(); ++it)
+    if (same(*it)) {
+      if (it != patterns_.begin()) std::rotate(patterns_.begin(), it, std::next(it));
+      return patterns_.front().choice;
+    }
+  Pattern p{mode, ranks, {}, choose_fold(mode, topo, ranks, traffic, &moves)};
+  for (const TrafficGroups& t : traffic) p.traffic.push_back({t.traffic, *t.groups});
+  patterns_.push_front(std::move(p));
+  if (patterns_.size() > kept) patterns_.pop_back();
+  return patterns_.front().choice;
 }
 
 }  // namespace basp

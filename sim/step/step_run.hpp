@@ -9,14 +9,17 @@
 #include "memory_model.hpp"
 #include "model.hpp"
 #include "rank_fold.hpp"
+#include "routing.hpp"
 #include "step_config.hpp"
 #include "step_figures.hpp"
 #include "strategy.hpp"
 #include "topology.hpp"
 
 #include <array>
+#include <deque>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,10 +84,38 @@ StepSetup prepare_step(const StepConfig& config);
 // The job's sizes resolved (GPUs, SP degree, ZeRO group; 0: their defaults) and checked against
 // the topology: what every strategy of `config` shares. Throws InputError (exit 2).
 void resolve_job(StepConfig& config, const Topology& topo);
+// What runs on one cluster keep from one layout to the next (one per thread): the node moves
+// choose_fold derived, the folds of the latest traffic patterns (matched exactly), and the routes
+// found. None of it changes a result: each is what would be derived again.
+class RunCache {
+ public:
+  MoveCache moves;
+  Router& router(const Topology& topo);
+  // choose_fold's answer, valid until the next call.
+  const FoldChoice& fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic);
+
+ private:
+  const Topology* routed_ = nullptr;
+  std::unique_ptr<Router> router_;
+  struct Pattern {
+    EngineMode mode;
+    int ranks;
+    std::vector<std::pair<GroupTraffic, std::vector<std::vector<int>>>> traffic;
+    FoldChoice choice;
+  };
+  const Topology* folded_ = nullptr;
+  std::deque<Pattern> patterns_;  // most recent first
+};
+
 // One strategy of `config` (whose topology, model and calibration must be the setup's) exactly
-// as simulate_step runs it, without the Ulysses baseline. Thread-safe for distinct `moves`.
+// as simulate_step runs it, without the Ulysses baseline. Thread-safe for distinct caches.
 StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
-                                 MoveCache& moves);
+                                 RunCache& cache);
+// What no simulation of that strategy's whole step can beat: the step graph with every call
+// replaced by its per-rank bound (collective_bounds.hpp), a critical path over all layers. (A
+// simulation that builds a window of layers extrapolates the rest: its step may differ from the
+// whole step's by that extrapolation's error.)
+double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache);
 // The same under a calibration given as values (a fit trying parameters), not named by the config.
 StepReport simulate_step(const StepConfig& config, const Calibration& calibration,
                          const StepOptions& options = {});

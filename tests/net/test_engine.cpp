@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
+
 using namespace basp;
 
 TEST_CASE("a lone flow waits - then transfers at link capacity") {
@@ -97,4 +99,29 @@ TEST_CASE("a zero-byte flow finishes when its wait ends") {
   const RunStats s = e.run();
   CHECK(e.finish_time(f) == Approx(2.0));
   CHECK(s.solves == 0);
+}
+
+TEST_CASE("the longest path of a graph of delays is when its run ends") {
+  // System: a (1 s) and b (2 s) from 0; c (3 s) after both; d (0.5 s) after a; e (0 s) after c and
+  // d, added before them. Expectations: c ends at 2 + 3 = 5 s, d at 1.5 s, so the path is 5 s, as
+  // the event loop finds; a flow in the graph is refused; a cycle is reported.
+  Engine e({1.0});
+  const TaskId last = e.add_delay(0.0);
+  const TaskId a = e.add_delay(1.0), b = e.add_delay(2.0), c = e.add_delay(3.0), d = e.add_delay(0.5);
+  e.depends(c, a);
+  e.depends(c, b);
+  e.depends(d, a);
+  e.depends(last, c);
+  e.depends(last, d);
+  CHECK(e.longest_path_s() == 5.0);
+  CHECK(e.run().end_s == 5.0);
+  Engine with_flow({1.0});
+  const Hop h{0, 1.0f};
+  with_flow.add_flow({&h, 1}, 1.0, 0.0);
+  CHECK_THROWS_AS(with_flow.longest_path_s(), std::logic_error);
+  Engine cycle({});
+  const TaskId x = cycle.add_delay(1.0), y = cycle.add_delay(1.0);
+  cycle.depends(x, y);
+  cycle.depends(y, x);
+  CHECK_THROWS_AS(cycle.longest_path_s(), std::logic_error);
 }

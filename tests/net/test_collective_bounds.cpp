@@ -1,0 +1,79 @@
+// The per-rank bounds on collective calls that the planner's pruning rests on: exact where the
+// closed form is (one NVSwitch), and never above a simulated call on any shipped cluster shape.
+#include "collective_bounds.hpp"
+#include "collective_run.hpp"
+#include "helpers.hpp"
+#include "topology_file.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using namespace basp;
+using basp::test::data;
+
+namespace {
+
+constexpr double S = 64.0 * 1048576.0;
+
+// The bound on the slowest rank's call: its overheads plus the largest transfer bound.
+double slowest_bound_s(const Topology& topo, CollectiveOp op, int groups, Placement placement, double size) {
+  const int ranks = static_cast<int>(topo.gpus.size());
+  const RankFold fold = RankFold::identity(ranks);
+  GroupSet set(make_groups(ranks, groups, placement), fold);
+  Router router(topo);
+  const std::vector<double> transfer = call_transfer_bounds(router, topo, fold, op, set, size);
+  double slowest = 0.0;
+  for (int r = 0; r < ranks; ++r)
+    slowest = std::max(slowest, call_overhead_s(topo, op, static_cast<int>(set.groups()[set.group_of(r)].size())) +
+                                    transfer[r]);
+  return slowest;
+}
+
+}  // namespace
+
+// System: 8 GPUs on one NVSwitch, 100 GB/s ports, 1 us per hop, launch 5 us, 0.5 us per peer.
+// Expectations: a rank's 7 chunks of S/8 leave (and arrive) over its own port after the 2 us path
+// latency, which is the simulated time itself: 5 + 7·0.5 + 2 (us) + (7/8)·S / 100 GB/s. A ring
+// edge carries (7/8)·S after 7 steps of 2 us (all-gather), twice that for all-reduce.
+TEST_CASE("collective bounds: equal to the closed form on one NVSwitch") {
+  const Topology t = load_topology(data("nvswitch-8gpu.yaml"));
+  CHECK(slowest_bound_s(t, CollectiveOp::alltoall, 1, Placement::contiguous, S) ==
+        Approx(8.5e-6 + 2e-6 + S / 8 * 7 / 100e9).epsilon(1e-12));
+  CHECK(slowest_bound_s(t, CollectiveOp::allgather, 1, Placement::contiguous, S) ==
+        Approx(5.5e-6 + 7 * 2e-6 + S * 7 / 8 / 100e9).epsilon(1e-12));
+  CHECK(slowest_bound_s(t, CollectiveOp::allreduce, 1, Placement::contiguous, S) ==
+        Approx(5.5e-6 + 14 * 2e-6 + 2 * S * 7 / 8 / 100e9).epsilon(1e-12));
+  for (CollectiveOp op : {CollectiveOp::alltoall, CollectiveOp::allgather, CollectiveOp::allreduce})
+    CHECK(simulate_collective(t, {.op = op, .size_bytes = S}).time_s ==
+          Approx(slowest_bound_s(t, op, 1, Placement::contiguous, S)).epsilon(1e-9));
+}
+
+// System: every shipped multi-GPU topology at a small size, every collective, one to four groups,
+// contiguous and strided, 1 MiB and 64 MiB. Expectations: the simulated call (all groups at once,
+// sharing the network) never ends before its slowest rank's bound.
+TEST_CASE("collective bounds: never above a simulated call") {
+  int checked = 0;
+  for (const char* name : {"paper-a100-2x4", "dgx-h100", "dgx-a100-superpod", "pcie-8gpu", "gb200-nvl72", "dgx-h100-3tier"}) {
+    TopologyOverrides o;
+    if (std::string(name) == "gb200-nvl72") o.nodes = 18;
+    else if (std::string(name) != "pcie-8gpu") o.nodes = 4;
+    const Topology t = load_topology(name, o);
+    const int ranks = static_cast<int>(t.gpus.size());
+    for (CollectiveOp op : {CollectiveOp::alltoall, CollectiveOp::allgather, CollectiveOp::reducescatter,
+                            CollectiveOp::allreduce, CollectiveOp::sendrecv})
+      for (int groups : {1, 2, 4})
+        for (Placement p : {Placement::contiguous, Placement::strided})
+          for (double size : {1048576.0, S}) {
+            if (ranks % groups != 0 || (groups == 1 && p == Placement::strided)) continue;
+            CAPTURE(name, static_cast<int>(op), groups, static_cast<int>(p), size);
+            const double simulated =
+                simulate_collective(t, {.op = op, .size_bytes = size, .groups = groups, .placement = p}).time_s;
+            const double bound = slowest_bound_s(t, op, groups, p, size);
+            CHECK(bound <= simulated * (1 + 1e-9));
+            CHECK(bound > 0.0);
+            ++checked;
+          }
+  }
+  CHECK(checked == 300);  // 6 topologies × 5 ops × 5 group layouts × 2 sizes
+}
