@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
     } catch (const Stop&) {
       simulated = last.simulated;
       fit = last.total;
+      by_bound = last.decided - last.simulated;  // decided so far: simulated or left out by the bound
       best = last.best_s;
     }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
