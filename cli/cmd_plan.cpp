@@ -190,6 +190,7 @@ int run_plan(const PlanArgs& a) {
                    {"calibration", rep.config.calibration}, {"strategies", a.strategies}};
     j["enumerated"] = r.enumerated;
     j["evaluated"] = r.plans.size();
+    j["shared_simulations"] = r.shared_simulations;  // evaluated plans that took another's simulation
     j["pruned"] = r.pruned;
     int feasible = 0;
     for (const Plan& p : r.plans) feasible += p.result.memory.total() <= r.memory_limit_bytes;

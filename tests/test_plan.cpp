@@ -157,6 +157,28 @@ TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops 
   }
 }
 
+// System: the small question's plans. Expectations: ZeRO-1 and ZeRO-2 layouts that took another's
+// simulation have exactly the figures of their own simulation, and their own memory.
+TEST_CASE("plan: a plan that shares a ZeRO-1/2 simulation has its own figures exactly") {
+  const PlanQuestion q = small_question();
+  const PlanReport r = plan(q);
+  REQUIRE(r.shared_simulations > 0);
+  RunCache cache;
+  int checked = 0;
+  for (const Plan& p : r.plans) {
+    if (p.result.wall_s != 0.0) continue;  // simulated itself
+    const StrategyResult own = simulate_strategy(r.setup, p.candidate.config, p.candidate.strategy, cache);
+    CHECK(own.step_s == p.result.step_s);
+    CHECK(own.tokens_per_s == p.result.tokens_per_s);
+    CHECK(own.a2a_s == p.result.a2a_s);
+    CHECK(own.zero_exposed_s == p.result.zero_exposed_s);
+    CHECK(own.memory.total() == p.result.memory.total());
+    CHECK(own.fits == p.result.fits);
+    ++checked;
+  }
+  CHECK(checked == r.shared_simulations);
+}
+
 // System: `basp plan --json` on 16 GPUs. Expectations: the documented keys; plans ranked by time
 // per global batch; `basp simulate` with the best plan's simulate_args gives its tokens/s exactly.
 TEST_CASE("plan: --json ranks plans and simulate_args reproduces the best one exactly") {

@@ -277,6 +277,13 @@ PlanReport plan(const PlanQuestion& q) {
   std::size_t simulated_count = 0, decided = 0, bounded = 0;
   const std::string beaten = "beaten by a plan of its strategy with no more memory (lower bound)";
   std::set<std::pair<double, std::size_t>> refined;  // (critical-path bound, candidate)
+  auto graph_key = [&](const PlanCandidate& c) {
+    StepConfig same = c.config;
+    if (same.zero == 2) same.zero = 1;
+    const Layout l = make_layout(same, rep.model, c.strategy, r.gpus, rep.topology.gpus_per_node);
+    return layout_key(l, same);
+  };
+  std::map<std::string, std::size_t> simulated_graph;  // step graph -> the layout simulated for it
   std::size_t next = 0;                               // in `order`: the first layout not yet refined
   while (next < order.size() || !refined.empty()) {
     std::vector<std::size_t> todo;
@@ -309,10 +316,29 @@ PlanReport plan(const PlanQuestion& q) {
       for (std::size_t i : slice) refined.insert({candidates[i].bound_s, i});
     }
     if (todo.empty()) continue;
-    in_parallel(todo.size(), [&](std::size_t k, int t) {
-      const PlanCandidate& c = candidates[todo[k]];
-      results[todo[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
+    // ZeRO-1 and ZeRO-2 differ in memory only (both reduce-scatter gradients and gather the
+    // updated weights after the optimizer): a layout whose step graph was simulated already
+    // takes that result with its own memory.
+    std::vector<std::size_t> to_simulate;
+    std::vector<std::pair<std::size_t, std::size_t>> shared;  // (layout, the one simulated)
+    for (std::size_t i : todo) {
+      const auto [it, fresh] = simulated_graph.try_emplace(graph_key(candidates[i]), i);
+      if (fresh) to_simulate.push_back(i);
+      else shared.push_back({i, it->second});
+    }
+    in_parallel(to_simulate.size(), [&](std::size_t k, int t) {
+      const PlanCandidate& c = candidates[to_simulate[k]];
+      results[to_simulate[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
     });
+    for (auto [i, from] : shared) {
+      const PlanCandidate& c = candidates[i];
+      results[i] = results[from];
+      results[i].memory = memory_per_gpu(rep.model, results[i].layout, ZeroPlan{c.config.zero, c.config.zero_group},
+                                         c.config.checkpointing);
+      results[i].fits = results[i].memory.total() <= r.setup.gpu->hbm_bytes;
+      results[i].wall_s = 0.0;
+      ++r.shared_simulations;
+    }
     for (std::size_t i : todo) {
       simulated[i] = 1;
       const double time = results[i].step_s * double(candidates[i].accumulation);

@@ -61,6 +61,7 @@ struct PlanReport {
   int enumerated = 0;                   // layouts considered
   std::map<std::string, int> pruned;    // reason -> layouts not simulated
   std::vector<Plan> plans;              // simulated, fastest per global batch first
+  int shared_simulations = 0;           // plans that took another's simulation (ZeRO-1 and -2 alike)
   double wall_s = 0;
 };
 
