@@ -4,7 +4,8 @@
 // Why it bounds: each of the rank's flows waits its latency after both sides' calls, then moves at
 // most at what each of its links can give it; and all the rank's flows that cross one link,
 // started no earlier than its call plus their least wait, need their bytes over that link's
-// capacity. Other traffic only slows them. The planner replaces every call of a step graph by these
+// capacity. This uses only the capacities, which no traffic can exceed, so it holds whatever else
+// shares the network. The planner replaces every call of a step graph by these
 // bounds, which makes the graph a critical-path problem (no rates to solve) whose length no
 // simulation of that step can beat (docs/plan.md).
 #pragma once

@@ -288,7 +288,8 @@ PlanReport plan(const PlanQuestion& q) {
   while (next < order.size() || !refined.empty()) {
     std::vector<std::size_t> todo;
     while (todo.size() < batch && (next < order.size() || !refined.empty())) {
-      const double next_simple = next < order.size() ? candidates[order[next]].bound_s : std::numeric_limits<double>::infinity();
+      const double next_simple =
+          next < order.size() ? candidates[order[next]].bound_s : std::numeric_limits<double>::infinity();
       if (!refined.empty() && refined.begin()->first <= next_simple) {
         const std::size_t i = refined.begin()->second;
         refined.erase(refined.begin());

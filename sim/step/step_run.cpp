@@ -229,7 +229,8 @@ Router& RunCache::router(const Topology& topo) {
   return *router_;
 }
 
-const FoldChoice& RunCache::fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic) {
+const FoldChoice& RunCache::fold(EngineMode mode, const Topology& topo, int ranks,
+                                 std::span<const TrafficGroups> traffic) {
   constexpr std::size_t kept = 4;  // folds hold a class per link: a few patterns only
   if (folded_ != &topo) {
     patterns_.clear();

@@ -54,7 +54,8 @@ TEST_CASE("collective bounds: equal to the closed form on one NVSwitch") {
 // sharing the network) never ends before its slowest rank's bound.
 TEST_CASE("collective bounds: never above a simulated call") {
   int checked = 0;
-  for (const char* name : {"paper-a100-2x4", "dgx-h100", "dgx-a100-superpod", "pcie-8gpu", "gb200-nvl72", "dgx-h100-3tier"}) {
+  for (const char* name :
+       {"paper-a100-2x4", "dgx-h100", "dgx-a100-superpod", "pcie-8gpu", "gb200-nvl72", "dgx-h100-3tier"}) {
     TopologyOverrides o;
     if (std::string(name) == "gb200-nvl72") o.nodes = 18;
     else if (std::string(name) != "pcie-8gpu") o.nodes = 4;
