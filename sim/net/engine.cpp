@@ -123,18 +123,7 @@ RunStats Engine::run() {
   const std::size_t tasks = kind_.size();
   ready_.assign(tasks, inf);
   finish_.assign(tasks, inf);
-  preds_left_.assign(tasks, 0);
-  succ_begin_.assign(tasks + 1, 0);
-  for (auto [on, task] : deps_) {
-    ++preds_left_[task];
-    ++succ_begin_[on + 1];
-  }
-  for (std::size_t t = 0; t < tasks; ++t) succ_begin_[t + 1] += succ_begin_[t];
-  succ_.resize(deps_.size());
-  {
-    std::vector<std::uint32_t> cursor(succ_begin_.begin(), succ_begin_.end() - 1);
-    for (auto [on, task] : deps_) succ_[cursor[on]++] = task;
-  }
+  index_successors();
   deps_.clear();
   deps_.shrink_to_fit();
   stats_.flows = paths_.size();
@@ -227,23 +216,28 @@ RunStats Engine::run() {
   return stats_;
 }
 
-double Engine::longest_path_s() const {
+void Engine::index_successors() {
+  const std::size_t tasks = kind_.size();
+  preds_left_.assign(tasks, 0);
+  succ_begin_.assign(tasks + 1, 0);
+  for (auto [on, task] : deps_) {
+    ++preds_left_[task];
+    ++succ_begin_[on + 1];
+  }
+  for (std::size_t t = 0; t < tasks; ++t) succ_begin_[t + 1] += succ_begin_[t];
+  succ_.resize(deps_.size());
+  std::vector<std::uint32_t> cursor(succ_begin_.begin(), succ_begin_.end() - 1);
+  for (auto [on, task] : deps_) succ_[cursor[on]++] = task;
+}
+
+double Engine::longest_path_s() {
   if (!paths_.empty()) throw std::logic_error("Engine::longest_path_s: the graph has flows");
   const std::size_t tasks = kind_.size();
-  std::vector<std::uint32_t> preds(tasks, 0), begin(tasks + 1, 0), succ(deps_.size());
-  for (auto [on, task] : deps_) {
-    ++preds[task];
-    ++begin[on + 1];
-  }
-  for (std::size_t t = 0; t < tasks; ++t) begin[t + 1] += begin[t];
-  {
-    std::vector<std::uint32_t> cursor(begin.begin(), begin.end() - 1);
-    for (auto [on, task] : deps_) succ[cursor[on]++] = task;
-  }
+  index_successors();
   std::vector<double> ready(tasks, 0.0);
   std::vector<TaskId> todo;
   for (TaskId t = 0; t < tasks; ++t)
-    if (preds[t] == 0) todo.push_back(t);
+    if (preds_left_[t] == 0) todo.push_back(t);
   double last = 0.0;
   std::size_t finished = 0;
   while (!todo.empty()) {
@@ -252,9 +246,9 @@ double Engine::longest_path_s() const {
     ++finished;
     const double finish = ready[t] + duration_[t];
     last = std::max(last, finish);
-    for (std::uint32_t k = begin[t]; k < begin[t + 1]; ++k) {
-      ready[succ[k]] = std::max(ready[succ[k]], finish);
-      if (--preds[succ[k]] == 0) todo.push_back(succ[k]);
+    for (std::uint32_t k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k) {
+      ready[succ_[k]] = std::max(ready[succ_[k]], finish);
+      if (--preds_left_[succ_[k]] == 0) todo.push_back(succ_[k]);
     }
   }
   if (finished != tasks) throw std::logic_error("engine: a task never finished (dependency cycle)");

@@ -54,9 +54,9 @@ class Engine {
 
   RunStats run();  // once
 
-  // For a graph of delays only: when its last task finishes, each task starting once all it
-  // depends on have finished (the longest path; no events, so no batching within 1e-9).
-  double longest_path_s() const;
+  // Instead of run(), for a graph of delays only: when its last task finishes, each task starting
+  // once all it depends on have finished (the longest path; no events, so no batching within 1e-9).
+  double longest_path_s();
 
   double ready_time(TaskId t) const { return ready_[t]; }
   double finish_time(TaskId t) const { return finish_[t]; }
@@ -67,6 +67,7 @@ class Engine {
 
  private:
   enum class Kind : std::uint8_t { delay, flow };
+  void index_successors();  // preds_left_, succ_begin_ and succ_ from deps_
   void make_ready(TaskId t, double now);
   void finish(TaskId t, double now);
   void solve_rates(bool added, double min_removed_rate);
