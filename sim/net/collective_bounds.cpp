@@ -104,17 +104,18 @@ CallBounds::Call CallBounds::get(Router& router, const Topology& topo, const Ran
 }
 
 std::vector<int> CallBounds::distinct_classes() const {
-  std::vector<int> out;
   if (known_.empty()) return {0};
   const int classes = static_cast<int>(known_.begin()->second.transfer_s.size());
+  std::map<std::vector<double>, int> first_with;  // a class's bounds over every call -> first such class
+  std::vector<double> profile;
   for (int c = 0; c < classes; ++c) {
-    const bool seen = std::any_of(out.begin(), out.end(), [&](int d) {
-      return std::all_of(known_.begin(), known_.end(), [&](const auto& k) {
-        return k.second.overhead_s[c] == k.second.overhead_s[d] && k.second.transfer_s[c] == k.second.transfer_s[d];
-      });
-    });
-    if (!seen) out.push_back(c);
+    profile.clear();
+    for (const auto& [key, k] : known_) profile.insert(profile.end(), {k.overhead_s[c], k.transfer_s[c]});
+    first_with.try_emplace(profile, c);
   }
+  std::vector<int> out;
+  for (const auto& [profile_of, c] : first_with) out.push_back(c);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
