@@ -40,23 +40,38 @@ int layers_to_simulate(const Run& run, const Layout& layout, const RankFold& fol
   return layers;
 }
 
+// What one strategy's step graph is built from; `choice` is valid until the cache folds again.
+struct StrategyGraph {
+  Layout layout;
+  StepCosts costs;
+  ZeroGroups groups;
+  const FoldChoice& choice;
+};
+
+StrategyGraph strategy_graph(const Run& run, Strategy strategy) {
+  const int ranks = run.config.gpus;
+  Layout layout = make_layout(run.config, run.model, strategy, ranks, run.topo.gpus_per_node);
+  StepCosts costs = step_costs(run.cost, layout, run.zero);
+  ZeroGroups groups = zero_groups(ranks, run.zero);
+  const FoldChoice& choice = run.cache.fold(run.config.engine, run.topo, ranks, step_traffic(layout, groups));
+  return {std::move(layout), costs, std::move(groups), choice};
+}
+
 // Builds one strategy's step graph on its own engine, runs it and reduces it to the report's figures.
 StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trace, int run_index) {
   const auto t0 = std::chrono::steady_clock::now();
   const int ranks = run.config.gpus;
+  const StrategyGraph g = strategy_graph(run, strategy);
   StrategyResult res;
   res.strategy = strategy;
-  res.layout = make_layout(run.config, run.model, strategy, ranks, run.topo.gpus_per_node);
-  const StepCosts costs = step_costs(run.cost, res.layout, run.zero);
-  const ZeroGroups groups = zero_groups(ranks, run.zero);
-  const FoldChoice& choice = run.cache.fold(run.config.engine, run.topo, ranks, step_traffic(res.layout, groups));
-  const RankFold& fold = choice.fold;
-  res.engine = choice.use;
+  res.layout = g.layout;
+  const RankFold& fold = g.choice.fold;
+  res.engine = g.choice.use;
   res.layers_simulated = layers_to_simulate(run, res.layout, fold);
   Engine engine(fold.quotient_capacities(link_capacities(run.topo)));
   Router& router = run.cache.router(run.topo);
-  const StepTasks tasks = build_step(engine, router, run.topo, fold, res.layout, costs, run.model,
-                                     run.config.checkpointing, run.zero, groups, res.layers_simulated);
+  const StepTasks tasks = build_step(engine, router, run.topo, fold, res.layout, g.costs, run.model,
+                                     run.config.checkpointing, run.zero, g.groups, res.layers_simulated);
   if (trace) {  // the representative of each of the busiest links' classes
     std::vector<int> ids;
     for (const LinkUse& u : busiest_links(run.topo, fold.expand_links(engine.link_bytes()),
@@ -78,8 +93,8 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.zero_exposed_s = times.zero_exposed_s;
   res.a2a_share = res.step_s > 0 ? res.a2a_s / res.step_s : 0;
   res.tokens_per_s = res.layout.sequences * double(run.config.seq) / res.step_s;
-  res.model_flops = costs.model_flops;
-  res.mfu = costs.model_flops / (res.step_s * run.gpu.peak_bf16_flops);
+  res.model_flops = g.costs.model_flops;
+  res.mfu = g.costs.model_flops / (res.step_s * run.gpu.peak_bf16_flops);
   res.memory = memory_per_gpu(run.model, res.layout, run.zero, run.config.checkpointing);
   res.fits = res.memory.total() <= run.gpu.hbm_bytes;
   res.busiest_links = busiest_links(run.topo, link_bytes, run.options.busiest_links, res.stats.end_s);
@@ -181,44 +196,47 @@ void resolve_job(StepConfig& c, const Topology& topo) {
 }
 
 
-StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
-                                 RunCache& cache) {
+namespace {
+
+// `job` on a Run for one layout of a prepared setup (what basp plan evaluates).
+template <class Job>
+auto on_setup(const StepSetup& setup, const StepConfig& config, RunCache& cache, Job job) {
   StepConfig c = config;
   resolve_job(c, setup.report.topology);
   const StepReport& rep = setup.report;
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   const StepOptions options;
-  const Run run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, cache};
-  return run_strategy(run, strategy, nullptr, 0);
+  return job(Run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, cache});
+}
+
+}  // namespace
+
+StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
+                                 RunCache& cache) {
+  return on_setup(setup, config, cache, [&](const Run& run) { return run_strategy(run, strategy, nullptr, 0); });
 }
 
 double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache) {
-  StepConfig c = config;
-  resolve_job(c, setup.report.topology);
-  const StepReport& rep = setup.report;
-  const ZeroPlan zero{c.zero, c.zero_group};
-  const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
-  const Layout layout = make_layout(c, rep.model, strategy, c.gpus, rep.topology.gpus_per_node);
-  const StepCosts costs = step_costs(cost, layout, zero);
-  const ZeroGroups groups = zero_groups(c.gpus, zero);
-  const FoldChoice& choice = cache.fold(c.engine, rep.topology, c.gpus, step_traffic(layout, groups));
-  Router& router = cache.router(rep.topology);
-  CallBounds bounds;
-  // Each rank finishes no earlier than its own chain; the first build finds the calls. The
-  // simulation merges events within 1e-9 relative of each other, which may end it that much
-  // earlier per event on its critical path: the margin covers ten thousand of them.
-  auto chain = [&](int rank_class) {
-    bounds.select(rank_class);
-    Engine engine({});
-    build_step(engine, router, rep.topology, choice.fold, layout, costs, rep.model, c.checkpointing, zero, groups,
-               rep.model.layers, &bounds);
-    return engine.longest_path_s();
-  };
-  double longest = chain(0);
-  for (int k : bounds.distinct_classes())
-    if (k != 0) longest = std::max(longest, chain(k));
-  return longest * (1.0 - 1e-5);
+  return on_setup(setup, config, cache, [&](const Run& run) {
+    const StrategyGraph g = strategy_graph(run, strategy);
+    Router& router = run.cache.router(run.topo);
+    CallBounds bounds;
+    // Each rank finishes no earlier than its own chain; the first build finds the calls. The
+    // simulation merges events within 1e-9 relative of each other, which may end it that much
+    // earlier per event on its critical path: the margin covers ten thousand of them.
+    auto chain = [&](int rank_class) {
+      bounds.select(rank_class);
+      Engine engine({});
+      build_step(engine, router, run.topo, g.choice.fold, g.layout, g.costs, run.model, run.config.checkpointing,
+                 run.zero, g.groups, run.model.layers, &bounds);
+      return engine.longest_path_s();
+    };
+    double longest = chain(0);
+    for (int k : bounds.distinct_classes())
+      if (k != 0) longest = std::max(longest, chain(k));
+    return longest * (1.0 - 1e-5);
+  });
 }
 
 Router& RunCache::router(const Topology& topo) {
