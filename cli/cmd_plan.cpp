@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -190,7 +191,8 @@ int run_plan(const PlanArgs& a) {
                    {"calibration", rep.config.calibration}, {"strategies", a.strategies}};
     j["enumerated"] = r.enumerated;
     j["evaluated"] = r.plans.size();
-    j["shared_simulations"] = r.shared_simulations;  // evaluated plans that took another's simulation
+    j["shared_simulations"] =
+        std::count_if(r.plans.begin(), r.plans.end(), [](const Plan& p) { return p.shared_simulation; });
     j["pruned"] = r.pruned;
     int feasible = 0;
     for (const Plan& p : r.plans) feasible += p.result.memory.total() <= r.memory_limit_bytes;

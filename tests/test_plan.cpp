@@ -162,11 +162,10 @@ TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops 
 TEST_CASE("plan: a plan that shares a ZeRO-1/2 simulation has its own figures exactly") {
   const PlanQuestion q = small_question();
   const PlanReport r = plan(q);
-  REQUIRE(r.shared_simulations > 0);
   RunCache cache;
   int checked = 0;
   for (const Plan& p : r.plans) {
-    if (p.result.wall_s != 0.0) continue;  // simulated itself
+    if (!p.shared_simulation) continue;
     const StrategyResult own = simulate_strategy(r.setup, p.candidate.config, p.candidate.strategy, cache);
     CHECK(own.step_s == p.result.step_s);
     CHECK(own.tokens_per_s == p.result.tokens_per_s);
@@ -176,7 +175,7 @@ TEST_CASE("plan: a plan that shares a ZeRO-1/2 simulation has its own figures ex
     CHECK(own.fits == p.result.fits);
     ++checked;
   }
-  CHECK(checked == r.shared_simulations);
+  CHECK(checked > 0);
 }
 
 // System: `basp plan --json` on 16 GPUs. Expectations: the documented keys; plans ranked by time

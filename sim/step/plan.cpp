@@ -262,7 +262,8 @@ PlanReport plan(const PlanQuestion& q) {
                    [&](std::size_t a, std::size_t b) { return candidates[a].bound_s < candidates[b].bound_s; });
   constexpr std::size_t batch = 16;
   std::vector<StrategyResult> results(candidates.size());
-  std::vector<char> simulated(candidates.size(), 0);
+  constexpr char by_itself = 1, shared_simulation = 2;
+  std::vector<char> simulated(candidates.size(), 0);  // 0: not, or how
   // A layout is left out when a simulated plan of its own strategy needs no more memory and is
   // no slower than the layout's bound: it can then be neither its strategy's best (the speedups'
   // baseline, for Ulysses) nor on the Pareto front of throughput against memory.
@@ -338,10 +339,10 @@ PlanReport plan(const PlanQuestion& q) {
                                          c.config.checkpointing);
       results[i].fits = results[i].memory.total() <= r.setup.gpu->hbm_bytes;
       results[i].wall_s = 0.0;
-      ++r.shared_simulations;
+      simulated[i] = shared_simulation;
     }
     for (std::size_t i : todo) {
-      simulated[i] = 1;
+      if (!simulated[i]) simulated[i] = by_itself;
       const double time = results[i].step_s * double(candidates[i].accumulation);
       simulated_by[candidates[i].strategy].push_back({candidates[i].memory_bytes, time});
       best_s = std::min(best_s, time);
@@ -352,7 +353,7 @@ PlanReport plan(const PlanQuestion& q) {
 
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (!simulated[i]) continue;
-    Plan p{candidates[i], std::move(results[i]), 0, 0};
+    Plan p{candidates[i], std::move(results[i]), 0, 0, simulated[i] == shared_simulation};
     p.global_batch_s = p.result.step_s * double(p.candidate.accumulation);
     r.plans.push_back(std::move(p));
   }

@@ -52,6 +52,7 @@ struct Plan {
   StrategyResult result;       // of one micro-step, as `basp simulate` reports it
   double global_batch_s = 0;   // accumulation × step time (gradient reduction runs every micro-step)
   double speedup_vs_best_ulysses = 0;  // tokens/s over the best Ulysses plan's (0: no Ulysses plan)
+  bool shared_simulation = false;  // its figures are another layout's with the same step graph (docs/plan.md)
 };
 
 struct PlanReport {
@@ -61,7 +62,6 @@ struct PlanReport {
   int enumerated = 0;                   // layouts considered
   std::map<std::string, int> pruned;    // reason -> layouts not simulated
   std::vector<Plan> plans;              // simulated, fastest per global batch first
-  int shared_simulations = 0;           // plans that took another's simulation (ZeRO-1 and -2 alike)
   double wall_s = 0;
 };
 
