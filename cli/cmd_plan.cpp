@@ -27,6 +27,7 @@ struct PlanArgs {
   long global_batch = 0;
   int gpus = 0;
   std::string memory_limit;
+  std::string simulation_memory;
   std::vector<std::string> strategies{"ulysses", "basp", "sp-dp", "ring", "usp"};
   std::string calibration;
   int top = 10;
@@ -42,8 +43,8 @@ std::string shown_number(double v) {
 }
 
 // The `basp simulate` arguments that reproduce a plan's figures (its strategy's row).
-std::vector<std::string> simulate_args(const PlanArgs& a, const PlanReport& r, const Plan& p) {
-  const StepConfig& c = p.candidate.config;
+std::vector<std::string> simulate_args(const PlanArgs& a, const PlanReport& r, const PlanCandidate& p) {
+  const StepConfig& c = p.config;
   std::vector<std::string> args{"--topology", a.topo.topology};
   const TopologyOverrides& o = a.topo.overrides;
   if (o.nodes) args.insert(args.end(), {"--nodes", std::to_string(*o.nodes)});
@@ -54,23 +55,23 @@ std::vector<std::string> simulate_args(const PlanArgs& a, const PlanReport& r, c
   if (!a.topo.cross_rail.empty()) args.insert(args.end(), {"--cross-rail", a.topo.cross_rail});
   args.insert(args.end(), {"--model", a.model, "--seq", std::to_string(c.seq), "--gpus", std::to_string(r.gpus),
                            "--calibration", r.setup.report.config.calibration, "--strategy",
-                           std::string(to_string(p.candidate.strategy)), "--sp", std::to_string(c.sp), "--batch",
+                           std::string(to_string(p.strategy)), "--sp", std::to_string(c.sp), "--batch",
                            std::to_string(c.batch), "--zero", std::to_string(c.zero), "--zero-group",
                            std::to_string(c.zero_group)});
-  if (p.candidate.strategy == Strategy::basp && c.placement == Placement::strided)
+  if (p.strategy == Strategy::basp && c.placement == Placement::strided)
     args.insert(args.end(), {"--placement", "strided"});
-  if (p.candidate.strategy == Strategy::sp_dp) args.insert(args.end(), {"--replica-batch", std::to_string(c.replica_batch)});
-  if (p.candidate.strategy == Strategy::usp)
+  if (p.strategy == Strategy::sp_dp) args.insert(args.end(), {"--replica-batch", std::to_string(c.replica_batch)});
+  if (p.strategy == Strategy::usp)
     args.insert(args.end(), {"--ulysses-degree", std::to_string(c.ulysses_degree)});
   if (c.checkpointing) args.push_back("--checkpointing");
   return args;
 }
 
 // The layout in a few words: "N=32 B=4 K=8 contiguous, DP 512 x 2 micro-steps".
-std::string layout_text(const Plan& p) {
-  const StepConfig& c = p.candidate.config;
+std::string layout_text(const PlanCandidate& p) {
+  const StepConfig& c = p.config;
   std::string t = "N=" + std::to_string(c.sp);
-  switch (p.candidate.strategy) {
+  switch (p.strategy) {
     case Strategy::basp:
       t += " B=" + std::to_string(c.batch) + " K=" + std::to_string(c.sp / c.batch) +
            (c.placement == Placement::strided ? " strided" : "");
@@ -115,7 +116,8 @@ nlohmann::ordered_json plan_json(const PlanArgs& a, const PlanReport& r, const P
                  {"headroom_bytes", r.memory_limit_bytes - x.memory.total()},
                  {"fits", x.memory.total() <= r.memory_limit_bytes}};
   j["engine"] = x.engine.engine;
-  j["simulate_args"] = simulate_args(a, r, p);
+  j["simulation"] = {{"memory_estimate_bytes", p.candidate.simulation_bytes}, {"engine_bytes", x.engine_bytes}};
+  j["simulate_args"] = simulate_args(a, r, p.candidate);
   return j;
 }
 
@@ -164,6 +166,10 @@ int run_plan(const PlanArgs& a) {
     q.memory_limit_bytes = parse_flag_quantity("--memory-limit", a.memory_limit, Quantity::bytes);
     if (!(q.memory_limit_bytes > 0)) throw InputError("", 0, "--memory-limit", "must be more than 0 bytes");
   }
+  if (!a.simulation_memory.empty()) {
+    q.simulation_memory_bytes = parse_flag_quantity("--sim-memory", a.simulation_memory, Quantity::bytes);
+    if (!(q.simulation_memory_bytes > 0)) throw InputError("", 0, "--sim-memory", "must be more than 0 bytes");
+  }
   q.threads = a.threads;
   q.exhaustive = a.exhaustive;
   const bool terminal = ::isatty(STDERR_FILENO) != 0;
@@ -198,6 +204,15 @@ int run_plan(const PlanArgs& a) {
     for (const Plan& p : r.plans) feasible += p.result.memory.total() <= r.memory_limit_bytes;
     j["feasible"] = feasible;
     j["wall_s"] = r.wall_s;
+    j["simulation_memory_bytes"] = r.simulation_memory_bytes;
+    j["not_simulated"] = nlohmann::json::array();
+    for (const PlanCandidate& c : r.not_simulated)
+      j["not_simulated"].push_back({{"strategy", to_string(c.strategy)},
+                                    {"layout", layout_text(c)},
+                                    {"lower_bound_s", c.bound_s},
+                                    {"simulation_memory_bytes", c.simulation_bytes},
+                                    {"memory_per_gpu_bytes", c.memory_bytes},
+                                    {"simulate_args", simulate_args(a, r, c)}});
     j["plans"] = nlohmann::json::array();
     for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(a, r, r.plans[i], int(i) + 1));
     j["pareto_front"] = nlohmann::json::array();
@@ -241,7 +256,7 @@ int run_plan(const PlanArgs& a) {
     char speedup[16] = "-";
     if (p.speedup_vs_best_ulysses > 0) std::snprintf(speedup, sizeof speedup, "%.3fx", p.speedup_vs_best_ulysses);
     std::printf("%4d %-8s %-26s %5d %6ld %-9s %4s %11s %12.4g %5.1f%% %5.1f%% %10s %8s\n", rank,
-                std::string(to_string(p.candidate.strategy)).c_str(), layout_text(p).c_str(), r.gpus / c.sp,
+                std::string(to_string(p.candidate.strategy)).c_str(), layout_text(p.candidate).c_str(), r.gpus / c.sp,
                 p.candidate.accumulation, zero.c_str(), c.checkpointing ? "yes" : "no",
                 format_time(p.global_batch_s).c_str(), p.result.tokens_per_s, 100 * p.result.mfu,
                 100 * p.result.a2a_share, format_bytes(p.result.memory.total()).c_str(), speedup);
@@ -256,8 +271,27 @@ int run_plan(const PlanArgs& a) {
       }
   std::printf("#\n# Pareto front: throughput against memory per GPU (none is faster with less memory)\n");
   for (const Plan* p : pareto_front(r.plans)) row(*p, int(p - r.plans.data()) + 1);
+  if (!r.not_simulated.empty()) {
+    const PlanCandidate& fastest = r.not_simulated.front();  // by bound
+    const bool could_win = fastest.bound_s < r.plans.front().global_batch_s;
+    std::printf("#\n# %zu layouts not simulated: each alone would need more than %s of host memory (--sim-memory);\n"
+                "# %s; the bests per strategy and the Pareto front cover the simulated layouts only\n",
+                r.not_simulated.size(), format_bytes(r.simulation_memory_bytes).c_str(),
+                could_win ? "one of them might beat the best plan above" : "none could beat the best plan above");
+    std::printf("# %-13s %-26s %-9s %4s %16s %12s %11s\n", "strategy", "layout", "ZeRO", "ckpt", "per batch >=",
+                "host memory", "GPU memory");
+    for (std::size_t i = 0; i < r.not_simulated.size() && int(i) < a.top; ++i) {
+      const PlanCandidate& c = r.not_simulated[i];
+      const std::string zero =
+          c.config.zero == 0 ? "0" : std::to_string(c.config.zero) + "/" + std::to_string(c.config.zero_group);
+      std::printf("# %-13s %-26s %-9s %4s %16s %12s %11s\n", std::string(to_string(c.strategy)).c_str(),
+                  layout_text(c).c_str(), zero.c_str(), c.config.checkpointing ? "yes" : "no",
+                  format_time(c.bound_s).c_str(), format_bytes(c.simulation_bytes).c_str(),
+                  format_bytes(c.memory_bytes).c_str());
+    }
+  }
   std::printf("#\n# reproduce the best: basp simulate");
-  for (const std::string& arg : simulate_args(a, r, r.plans.front())) std::printf(" %s", arg.c_str());
+  for (const std::string& arg : simulate_args(a, r, r.plans.front().candidate)) std::printf(" %s", arg.c_str());
   std::printf("\n");
   return 0;
 }
@@ -279,6 +313,9 @@ void add_plan_command(CLI::App& app, std::function<int()>& run) {
   sub->add_option("--memory-limit", a->memory_limit,
                   "Memory per GPU a plan may use, e.g. 72GiB (default: the GPU's HBM; the memory model "
                   "counts the runtime's reserve)");
+  sub->add_option("--sim-memory", a->simulation_memory,
+                  "Host memory the simulations running at once may use, by estimate, e.g. 16GiB (default: 3/4 of "
+                  "this machine's memory); a layout whose simulation alone needs more is listed, not simulated");
   sub->add_option("--strategy,-s", a->strategies, "Strategies to search: ulysses, basp, sp-dp, ring, usp")
       ->delimiter(',')->check(CLI::IsMember({"ulysses", "basp", "sp-dp", "ring", "usp"}))->capture_default_str();
   sub->add_option("--calibration", a->calibration,

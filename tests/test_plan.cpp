@@ -178,6 +178,52 @@ TEST_CASE("plan: a plan that shares a ZeRO-1/2 simulation has its own figures ex
   CHECK(checked > 0);
 }
 
+// System: the small question under a host memory budget between its smallest and largest
+// simulation estimates. Expectations: what would exceed it is listed, not simulated; what ran fit
+// it; the layouts listed are exactly those of the unlimited search's that exceed it, bar those
+// the bound leaves out; nothing else changes.
+TEST_CASE("plan: a simulation over the host memory budget is listed, not run") {
+  PlanQuestion q = small_question();
+  q.exhaustive = true;
+  const PlanReport all = plan(q);
+  std::vector<double> estimates;
+  for (const Plan& p : all.plans) estimates.push_back(p.candidate.simulation_bytes);
+  std::sort(estimates.begin(), estimates.end());
+  REQUIRE(estimates.front() < estimates.back());
+  q.simulation_memory_bytes = estimates[estimates.size() / 2];
+  const PlanReport limited = plan(q);
+  CHECK(limited.simulation_memory_bytes == q.simulation_memory_bytes);
+  REQUIRE(!limited.not_simulated.empty());
+  CHECK(limited.pruned.at("its simulation would need more host memory than allowed") ==
+        int(limited.not_simulated.size()));
+  for (const PlanCandidate& c : limited.not_simulated) CHECK(c.simulation_bytes > q.simulation_memory_bytes);
+  std::set<decltype(shape(all.plans.front().candidate))> over, listed;
+  for (const Plan& p : all.plans)
+    if (p.candidate.simulation_bytes > q.simulation_memory_bytes) over.insert(shape(p.candidate));
+  for (const PlanCandidate& c : limited.not_simulated) listed.insert(shape(c));
+  CHECK(listed == over);
+  CHECK(limited.plans.size() + limited.not_simulated.size() == all.plans.size());
+  for (const Plan& p : limited.plans) {
+    CHECK(p.candidate.simulation_bytes <= q.simulation_memory_bytes);
+    CHECK_FALSE(over.count(shape(p.candidate)));
+  }
+  // The CLI lists them, and says when none can be simulated at all.
+  const std::string job = "plan --topology dgx-h100 --nodes 2 --model llama-3.2-1b --seq 8K --global-batch 32 ";
+  const Run text = basp_cli(job + "--sim-memory " + std::to_string(std::lround(q.simulation_memory_bytes)) + "B");
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("layouts not simulated: each alone would need more than") && Catch::Contains("cover the simulated layouts only"));
+  const Run json = basp_cli(job + "--sim-memory " + std::to_string(std::lround(q.simulation_memory_bytes)) + "B --json");
+  REQUIRE(json.code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  REQUIRE(!j["not_simulated"].empty());
+  for (const auto& n : j["not_simulated"])
+    CHECK(n["simulation_memory_bytes"].get<double>() > j["simulation_memory_bytes"].get<double>());
+  const Run none = basp_cli(job + "--sim-memory 1KiB");
+  CHECK(none.code == 2);
+  CHECK_THAT(none.out, Catch::Contains("--sim-memory") && Catch::Contains("no layout can be simulated"));
+  CHECK(basp_cli(job + "--sim-memory 0GiB").code == 2);
+}
+
 // System: `basp plan --json` on 16 GPUs. Expectations: the documented keys; plans ranked by time
 // per global batch; `basp simulate` with the best plan's simulate_args gives its tokens/s exactly.
 TEST_CASE("plan: --json ranks plans and simulate_args reproduces the best one exactly") {
@@ -264,4 +310,47 @@ TEST_CASE("plan: progress on stderr when it is a terminal") {
       "/dev/null");
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("layouts decided") && Catch::Contains("simulated, best"));
+}
+
+// System: every layout of the small question (five strategies, ZeRO stages and groups,
+// checkpointing), then windowed and full-engine steps on 64 GPUs of a three-tier fabric.
+// Expectation: the estimate the planner schedules simulations by is never below the host memory
+// the engine then held, and, where that is over 1 MiB, not more than 3x above it (else it would
+// refuse what fits; below, a fixed allowance per rank and layer dominates: up to 4.6x measured).
+TEST_CASE("plan: the simulation memory estimate bounds what the engine holds") {
+  auto check = [](const StepSetup& setup, const StepConfig& config, Strategy s, RunCache& cache) {
+    const double estimate = simulation_memory_bytes(setup, config, s, cache);
+    const StrategyResult r = simulate_strategy(setup, config, s, cache);
+    INFO(to_string(s) << " sp " << config.sp << " batch " << config.batch << " zero " << config.zero << "/"
+                      << config.zero_group << " ckpt " << config.checkpointing << " layers " << r.layers_simulated
+                      << " " << r.engine.engine << ": estimate " << estimate << ", engine " << r.engine_bytes);
+    CHECK(estimate >= r.engine_bytes);
+    if (r.engine_bytes > 1 << 20) CHECK(estimate <= 3 * r.engine_bytes);
+  };
+  const PlanQuestion q = small_question();
+  const StepSetup setup = prepare_step(q.job);
+  std::map<std::string, int> pruned;
+  RunCache cache;
+  for (const PlanCandidate& c : enumerate_plans(q, setup, 16, setup.gpu->hbm_bytes, pruned))
+    check(setup, c.config, c.strategy, cache);
+
+  StepConfig big;
+  big.topology = "dgx-h100-3tier";
+  big.overrides.nodes = 8;
+  big.model = "llama-3.2-1b";
+  big.seq = 16384;
+  const StepSetup big_setup = prepare_step(big);
+  RunCache big_cache;
+  for (EngineMode engine : {EngineMode::automatic, EngineMode::full})
+    for (int window : {0, 5})
+      for (Strategy s : {Strategy::ulysses, Strategy::basp, Strategy::sp_dp, Strategy::ring, Strategy::usp}) {
+        StepConfig c = big;
+        c.gpus = 64;
+        c.sp = 32;
+        c.batch = 4;
+        c.engine = engine;
+        c.layers_simulated = window;
+        c.strategies = {s};
+        check(big_setup, c, s, big_cache);
+      }
 }

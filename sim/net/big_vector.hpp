@@ -48,4 +48,10 @@ struct HugePageAllocator {
 template <class T>
 using BigVector = std::vector<T, HugePageAllocator<T>>;
 
+// Host memory the vectors hold (their capacities), for memory estimates and their checks.
+template <class... Vectors>
+std::size_t capacity_bytes(const Vectors&... v) {
+  return (std::size_t{0} + ... + (v.capacity() * sizeof(typename Vectors::value_type)));
+}
+
 }  // namespace basp

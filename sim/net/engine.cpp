@@ -41,6 +41,13 @@ TaskId Engine::add_flow(std::span<const Hop> hops, double bytes, double wait_s, 
   return id;
 }
 
+std::size_t Engine::memory_bytes() const {
+  return capacity_bytes(capacity_, link_bytes_, carried_, kind_, duration_, ready_, finish_, flow_of_, preds_left_,
+                        deps_, succ_begin_, succ_, hops_, paths_, bytes_, task_of_, active_paths_, active_,
+                        remaining_, rate_, bucket_, watched_, watched_load_, samples_) +
+         solver_.memory_bytes();
+}
+
 void Engine::depends(TaskId task, TaskId on) { deps_.push_back({on, task}); }
 
 namespace {

@@ -64,6 +64,9 @@ class Engine {
   const std::vector<double>& link_bytes() const { return link_bytes_; }
   std::size_t task_count() const { return kind_.size(); }
   const std::vector<LinkSample>& link_samples() const { return samples_; }
+  // Host memory its arrays hold (capacities, solver included); the pending-event buckets, which
+  // hold at most a task id per task at once, are not counted.
+  std::size_t memory_bytes() const;
 
  private:
   enum class Kind : std::uint8_t { delay, flow };

@@ -45,6 +45,10 @@ void MaxMinSolver::reserve(std::size_t flows, std::size_t hops) {
   frozen_.reserve(flows);
 }
 
+std::size_t MaxMinSolver::memory_bytes() const {
+  return capacity_bytes(links_, flows_on_, touched_, heap_, frozen_, saturated_, refill_);
+}
+
 void MaxMinSolver::remove(std::span<const Hop> hops, const FlowPath& f, double rate) {
   for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
     links_[hops[h].link].load -= rate * double(f.multiplicity) * hops[h].share;

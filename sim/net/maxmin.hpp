@@ -54,6 +54,7 @@ class MaxMinSolver {
   // A flow with this path and rate no longer transfers.
   void remove(std::span<const Hop> hops, const FlowPath& path, double rate);
 
+  std::size_t memory_bytes() const;  // its arrays' capacities
   std::size_t refilled() const { return refill_.size(); }  // flows the last solve recomputed
   double load(std::uint32_t link) const { return links_[link].load; }  // B/s the flows now move over it
 

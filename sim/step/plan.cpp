@@ -12,13 +12,16 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <unistd.h>
 
 namespace basp {
 namespace {
@@ -137,6 +140,13 @@ double micro_step_bound_s(const CostModel& cost, const Layout& layout, const Zer
          layers * ((checkpointing ? forward : 0.0) + backward) + c.embedding[1].time_s + c.optimizer.time_s + a2a;
 }
 
+// 3/4 of physical memory: room for the process, the topology and the page cache besides.
+double default_simulation_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 8.0 * (1L << 30);  // not reported: 8 GiB
+  return 0.75 * double(pages) * double(page);
+}
+
 // The most a GPU of the topology can send at once: the sum of its outgoing links.
 double max_gpu_out_Bps(const Topology& topo) {
   std::vector<double> out(boost::num_vertices(topo.graph), 0.0);
@@ -226,6 +236,8 @@ PlanReport plan(const PlanQuestion& q) {
                          " GPUs: DP x micro-batch must divide it (DP = GPUs / SP degree)");
   }
 
+  r.simulation_memory_bytes =
+      q.simulation_memory_bytes > 0 ? q.simulation_memory_bytes : default_simulation_memory_bytes();
   const int threads = std::max(1, q.threads > 0 ? q.threads : int(std::thread::hardware_concurrency()));
   std::vector<RunCache> caches(threads);
   // Runs job(k, thread) for k < count on the pool; rethrows the first error in k order.
@@ -277,6 +289,7 @@ PlanReport plan(const PlanQuestion& q) {
   double best_s = std::numeric_limits<double>::infinity();
   std::size_t simulated_count = 0, decided = 0, bounded = 0;
   const std::string beaten = "beaten by a plan of its strategy with no more memory (lower bound)";
+  const std::string too_big = "its simulation would need more host memory than allowed";
   std::set<std::pair<double, std::size_t>> refined;  // (critical-path bound, candidate)
   auto graph_key = [&](const PlanCandidate& c) {
     StepConfig same = c.config;
@@ -295,8 +308,14 @@ PlanReport plan(const PlanQuestion& q) {
         const std::size_t i = refined.begin()->second;
         refined.erase(refined.begin());
         ++decided;
-        if (dominated(candidates[i])) ++r.pruned[beaten];
-        else todo.push_back(i);
+        if (dominated(candidates[i])) {
+          ++r.pruned[beaten];
+        } else if (candidates[i].simulation_bytes > r.simulation_memory_bytes) {
+          ++r.pruned[too_big];
+          r.not_simulated.push_back(candidates[i]);
+        } else {
+          todo.push_back(i);
+        }
         continue;
       }
       std::vector<std::size_t> slice;
@@ -313,6 +332,7 @@ PlanReport plan(const PlanQuestion& q) {
         PlanCandidate& c = candidates[slice[k]];
         const double step = step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]);
         c.bound_s = std::max(c.bound_s, double(c.accumulation) * step);
+        c.simulation_bytes = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
       });
       bounded += slice.size();
       for (std::size_t i : slice) refined.insert({candidates[i].bound_s, i});
@@ -328,9 +348,32 @@ PlanReport plan(const PlanQuestion& q) {
       if (fresh) to_simulate.push_back(i);
       else shared.push_back({i, it->second});
     }
+    // A simulation starts once those running leave room for its memory estimate (or none runs).
+    std::mutex memory_lock;
+    std::condition_variable memory_freed;
+    std::uint64_t in_use = 0;
     in_parallel(to_simulate.size(), [&](std::size_t k, int t) {
       const PlanCandidate& c = candidates[to_simulate[k]];
-      results[to_simulate[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
+      const auto need = static_cast<std::uint64_t>(std::ceil(c.simulation_bytes));
+      {
+        std::unique_lock<std::mutex> hold(memory_lock);
+        memory_freed.wait(hold, [&] { return in_use == 0 || double(in_use + need) <= r.simulation_memory_bytes; });
+        in_use += need;
+      }
+      auto release = [&] {
+        {
+          std::lock_guard<std::mutex> hold(memory_lock);
+          in_use -= need;
+        }
+        memory_freed.notify_all();
+      };
+      try {
+        results[to_simulate[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
+      } catch (...) {
+        release();
+        throw;
+      }
+      release();
     });
     for (auto [i, from] : shared) {
       const PlanCandidate& c = candidates[i];
@@ -351,6 +394,13 @@ PlanReport plan(const PlanQuestion& q) {
     if (q.progress) q.progress({decided, order.size(), simulated_count, best_s, elapsed(), bounded});
   }
 
+  if (simulated_count == 0) {
+    double least = std::numeric_limits<double>::infinity();
+    for (const PlanCandidate& c : r.not_simulated) least = std::min(least, c.simulation_bytes);
+    throw InputError("", 0, "--sim-memory",
+                     "no layout can be simulated within " + format_bytes(r.simulation_memory_bytes) +
+                         " of host memory: the smallest simulation needs about " + format_bytes(least));
+  }
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (!simulated[i]) continue;
     Plan p{candidates[i], std::move(results[i]), 0, 0, simulated[i] == shared_simulation};

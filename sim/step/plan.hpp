@@ -29,6 +29,9 @@ struct PlanQuestion {
                                    Strategy::usp};
   double memory_limit_bytes = 0;  // per GPU; 0: the GPU's HBM (the memory model counts the runtime reserve)
   int threads = 0;                // 0: every core
+  // Host memory the simulations running at once may hold, by their estimates (0: 3/4 of this
+  // machine's physical memory). A layout whose simulation alone would need more is not simulated.
+  double simulation_memory_bytes = 0;
   bool exhaustive = false;        // simulate every layout that fits, even those that cannot win
   std::function<void(const PlanProgress&)> progress;  // called from the calling thread
 };
@@ -45,6 +48,7 @@ struct PlanCandidate {
   // GPU's full injection bandwidth) and the step graph's critical path with every call at its
   // per-rank bound (step_lower_bound_s; docs/plan.md). enumerate_plans gives the first, plan both.
   double bound_s = 0;
+  double simulation_bytes = 0;  // host memory its simulation may hold (simulation_memory_bytes), once bounded
 };
 
 struct Plan {
@@ -62,6 +66,10 @@ struct PlanReport {
   int enumerated = 0;                   // layouts considered
   std::map<std::string, int> pruned;    // reason -> layouts not simulated
   std::vector<Plan> plans;              // simulated, fastest per global batch first
+  double simulation_memory_bytes = 0;   // the host memory budget the simulations ran under
+  // Layouts that could not be left out but whose simulation alone would exceed that budget, by
+  // bound: the ranking is exact only among the others (plan_report says when one could have won).
+  std::vector<PlanCandidate> not_simulated;
   double wall_s = 0;
 };
 

@@ -82,6 +82,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
     engine.watch_links(ids);
   }
   res.stats = fold.expand_stats(engine.run());
+  res.engine_bytes = double(engine.memory_bytes());
   const std::vector<double> link_bytes = fold.expand_links(engine.link_bytes());
 
   const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated);
@@ -236,6 +237,30 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
     for (int k : bounds.distinct_classes())
       if (k != 0) longest = std::max(longest, chain(k));
     return longest * (1.0 - 1e-5);
+  });
+}
+
+double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config, Strategy strategy,
+                               RunCache& cache) {
+  return on_setup(setup, config, cache, [&](const Run& run) {
+    const StrategyGraph g = strategy_graph(run, strategy);
+    const RankFold& fold = g.choice.fold;
+    const Layout& l = g.layout;
+    const double passes = run.config.checkpointing ? 3 : 2;
+    const double modules = layers_to_simulate(run, l, fold) + 3;  // layers, embedding, head, optimizer
+    // Flows per module of the quotient: all-to-all pairs (4 tensors per pass), ring sends, and the
+    // ZeRO calls' NCCL ring edges (a rank's successor in the channel that enters its node plus one
+    // edge out of the node per channel: at most 2 per rank per call).
+    const double a2a = double(l.a2a_groups.size()) * l.a2a_size * (l.a2a_size - 1) * 4 * passes;
+    const double ring = double(l.ring_groups.size()) * l.ring_size * l.ring_size * passes;
+    const int calls = (run.zero.stage == 3 ? 2 : 0) + 1 + (run.zero.stage > 0 && !g.groups.replica.empty() ? 1 : 0);
+    const double zero = 2.0 * calls * l.ranks;
+    // Engine::memory_bytes measured per flow built (its task, dependencies, hops and solver state,
+    // arrays grown by doubling): 220-250 B for all-to-all and ZeRO flows, 360-390 B for ring sends
+    // (each behind a chain of compute blocks); compute tasks per rank and module on top.
+    const double bytes = modules * ((280 * (a2a + zero) + 450 * ring) / fold.members() + 2048.0 * fold.classes());
+    const int links = fold.folded() ? fold.link_classes() : run.topo.link_count();
+    return bytes + 64.0 * links;
   });
 }
 

@@ -51,6 +51,7 @@ struct StrategyResult {
   EngineUse engine;           // classes or full, and why
   RunStats stats;             // of the whole cluster (a quotient's counts times its class size)
   double wall_s = 0;          // host time to build and simulate
+  double engine_bytes = 0;    // host memory the engine's arrays held (Engine::memory_bytes)
 };
 
 // Everything that was simulated, defaults resolved.
@@ -116,6 +117,10 @@ StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& confi
 // simulation that builds a window of layers extrapolates the rest: its step may differ from the
 // whole step's by that extrapolation's error.)
 double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache);
+// Host memory simulate_strategy's engine will hold for that layout, at most (a test checks it
+// against Engine::memory_bytes): what basp plan schedules and refuses simulations by.
+double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config, Strategy strategy,
+                               RunCache& cache);
 // The same under a calibration given as values (a fit trying parameters), not named by the config.
 StepReport simulate_step(const StepConfig& config, const Calibration& calibration,
                          const StepOptions& options = {});
