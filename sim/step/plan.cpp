@@ -156,6 +156,54 @@ double max_gpu_out_Bps(const Topology& topo) {
   return most;
 }
 
+// Runs job(k, thread) for every k on `threads` threads, each job once the estimates of those
+// running leave room for its own within `budget` (or none runs): the first such job in order.
+// Rethrows the first error in k order once all have run.
+void within_memory(int threads, const std::vector<double>& need, double budget,
+                   const std::function<void(std::size_t, int)>& job) {
+  const std::size_t count = need.size();
+  std::vector<std::exception_ptr> errors(count);
+  std::vector<char> started(count, 0);
+  std::size_t waiting = count;
+  double in_use = 0;  // sums of the estimates: whole bytes, so it returns to 0 exactly
+  std::mutex lock;
+  std::condition_variable freed;
+  auto work = [&](int t) {
+    for (;;) {
+      std::size_t k = count;
+      {
+        std::unique_lock<std::mutex> hold(lock);
+        for (;;) {
+          if (waiting == 0) return;
+          for (std::size_t j = 0; j < count && k == count; ++j)
+            if (!started[j] && (in_use == 0 || in_use + std::ceil(need[j]) <= budget)) k = j;
+          if (k < count) break;
+          freed.wait(hold);
+        }
+        started[k] = 1;
+        --waiting;
+        in_use += std::ceil(need[k]);
+      }
+      try {
+        job(k, t);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> hold(lock);
+        in_use -= std::ceil(need[k]);
+      }
+      freed.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(threads, int(count)); ++t) pool.emplace_back(work, t);
+  work(0);
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 }  // namespace
 
 std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetup& setup, int gpus,
@@ -348,32 +396,15 @@ PlanReport plan(const PlanQuestion& q) {
       if (fresh) to_simulate.push_back(i);
       else shared.push_back({i, it->second});
     }
-    // A simulation starts once those running leave room for its memory estimate (or none runs).
-    std::mutex memory_lock;
-    std::condition_variable memory_freed;
-    std::uint64_t in_use = 0;
-    in_parallel(to_simulate.size(), [&](std::size_t k, int t) {
+    // Largest first, so that a long simulation does not start last and leave the other threads idle.
+    std::stable_sort(to_simulate.begin(), to_simulate.end(), [&](std::size_t x, std::size_t y) {
+      return candidates[x].simulation_bytes > candidates[y].simulation_bytes;
+    });
+    std::vector<double> need(to_simulate.size());
+    for (std::size_t k = 0; k < need.size(); ++k) need[k] = candidates[to_simulate[k]].simulation_bytes;
+    within_memory(threads, need, r.simulation_memory_bytes, [&](std::size_t k, int t) {
       const PlanCandidate& c = candidates[to_simulate[k]];
-      const auto need = static_cast<std::uint64_t>(std::ceil(c.simulation_bytes));
-      {
-        std::unique_lock<std::mutex> hold(memory_lock);
-        memory_freed.wait(hold, [&] { return in_use == 0 || double(in_use + need) <= r.simulation_memory_bytes; });
-        in_use += need;
-      }
-      auto release = [&] {
-        {
-          std::lock_guard<std::mutex> hold(memory_lock);
-          in_use -= need;
-        }
-        memory_freed.notify_all();
-      };
-      try {
-        results[to_simulate[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
-      } catch (...) {
-        release();
-        throw;
-      }
-      release();
+      results[to_simulate[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
     });
     for (auto [i, from] : shared) {
       const PlanCandidate& c = candidates[i];
