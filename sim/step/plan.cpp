@@ -9,7 +9,6 @@
 #include "units.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -157,8 +156,8 @@ double max_gpu_out_Bps(const Topology& topo) {
 }
 
 // Runs job(k, thread) for every k on `threads` threads, each job once the estimates of those
-// running leave room for its own within `budget` (or none runs): the first such job in order.
-// Rethrows the first error in k order once all have run.
+// running leave room for its own `need` within `budget` (or none runs): the first such job in
+// order. Rethrows the first error in k order once all have run.
 void within_memory(int threads, const std::vector<double>& need, double budget,
                    const std::function<void(std::size_t, int)>& job) {
   const std::size_t count = need.size();
@@ -288,25 +287,8 @@ PlanReport plan(const PlanQuestion& q) {
       q.simulation_memory_bytes > 0 ? q.simulation_memory_bytes : default_simulation_memory_bytes();
   const int threads = std::max(1, q.threads > 0 ? q.threads : int(std::thread::hardware_concurrency()));
   std::vector<RunCache> caches(threads);
-  // Runs job(k, thread) for k < count on the pool; rethrows the first error in k order.
   auto in_parallel = [&](std::size_t count, const std::function<void(std::size_t, int)>& job) {
-    std::vector<std::exception_ptr> errors(count);
-    std::atomic<std::size_t> next{0};
-    auto work = [&](int t) {
-      for (std::size_t k = next++; k < count; k = next++) {
-        try {
-          job(k, t);
-        } catch (...) {
-          errors[k] = std::current_exception();
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < std::min<int>(threads, int(count)); ++t) pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& t : pool) t.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+    within_memory(threads, std::vector<double>(count, 0.0), std::numeric_limits<double>::infinity(), job);
   };
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
 
