@@ -64,6 +64,7 @@ std::vector<std::string> simulate_args(const PlanArgs& a, const PlanReport& r, c
   if (p.strategy == Strategy::usp)
     args.insert(args.end(), {"--ulysses-degree", std::to_string(c.ulysses_degree)});
   if (c.checkpointing) args.push_back("--checkpointing");
+  if (c.accumulation > 1) args.insert(args.end(), {"--accumulation", std::to_string(c.accumulation)});
   return args;
 }
 
@@ -99,7 +100,7 @@ nlohmann::ordered_json plan_json(const PlanArgs& a, const PlanReport& r, const P
   if (p.candidate.strategy == Strategy::sp_dp) j["replica_batch"] = c.replica_batch;
   if (p.candidate.strategy == Strategy::usp) j["ulysses_degree"] = c.ulysses_degree;
   j["dp"] = r.gpus / c.sp;
-  j["accumulation"] = p.candidate.accumulation;
+  j["accumulation"] = p.candidate.config.accumulation;
   j["zero"] = c.zero;
   j["zero_group"] = c.zero_group;
   j["checkpointing"] = c.checkpointing;
@@ -228,7 +229,7 @@ int run_plan(const PlanArgs& a) {
       const StepConfig& c = p.candidate.config;
       std::cout << i + 1 << "," << to_string(p.candidate.strategy) << "," << c.sp << "," << c.batch << ","
                 << (c.placement == Placement::strided ? "strided" : "contiguous") << "," << c.ulysses_degree << ","
-                << c.replica_batch << "," << r.gpus / c.sp << "," << p.candidate.accumulation << "," << c.zero
+                << c.replica_batch << "," << r.gpus / c.sp << "," << p.candidate.config.accumulation << "," << c.zero
                 << "," << c.zero_group << "," << c.checkpointing << "," << shown_number(p.global_batch_s) << ","
                 << shown_number(p.result.step_s) << "," << shown_number(p.result.tokens_per_s) << ","
                 << shown_number(p.result.mfu) << "," << shown_number(p.result.a2a_share) << ","
@@ -257,7 +258,7 @@ int run_plan(const PlanArgs& a) {
     if (p.speedup_vs_best_ulysses > 0) std::snprintf(speedup, sizeof speedup, "%.3fx", p.speedup_vs_best_ulysses);
     std::printf("%4d %-8s %-26s %5d %6ld %-9s %4s %11s %12.4g %5.1f%% %5.1f%% %10s %8s\n", rank,
                 std::string(to_string(p.candidate.strategy)).c_str(), layout_text(p.candidate).c_str(), r.gpus / c.sp,
-                p.candidate.accumulation, zero.c_str(), c.checkpointing ? "yes" : "no",
+                p.candidate.config.accumulation, zero.c_str(), c.checkpointing ? "yes" : "no",
                 format_time(p.global_batch_s).c_str(), p.result.tokens_per_s, 100 * p.result.mfu,
                 100 * p.result.a2a_share, format_bytes(p.result.memory.total()).c_str(), speedup);
   };

@@ -36,6 +36,10 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   app.add_option("--ulysses-degree", a.ulysses_degree, "usp: Ulysses degree U, rings of N/U (0 = GPUs per node)")
       ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+  app.add_option("--accumulation", a.accumulation,
+                 "Micro-steps per optimizer step (gradient accumulation): all but the last end once gradients are "
+                 "reduced; throughput, MFU and speedup are over the global batch")
+      ->check(CLI::Range(1L, 1L << 40))->capture_default_str();
   app.add_option("--layers-simulated", a.layers_simulated,
                  "Layers built into the graph (0 = all, or a window of at least 5 when the graph would exceed "
                  "12M flows; the window's middle layer stands for the rest)")
@@ -76,6 +80,7 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.calibration = a.calibration;
   c.replica_batch = a.replica_batch;
   c.ulysses_degree = a.ulysses_degree;
+  c.accumulation = a.accumulation;
   c.layers_simulated = a.layers_simulated;
   c.engine = *parse_engine_mode(a.engine);  // CLI11 checked membership
   return c;

@@ -28,6 +28,7 @@ struct SimulateArgs {
   std::string calibration;
   int replica_batch = 1;
   int ulysses_degree = 0;
+  long accumulation = 1;
   int layers_simulated = 0;
   std::string engine = "auto";
 };

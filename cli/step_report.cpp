@@ -89,6 +89,7 @@ nlohmann::ordered_json config_json(const StepReport& r) {
           {"precision", "bf16"},
           {"replica_batch", c.replica_batch},
           {"ulysses_degree", c.ulysses_degree},
+          {"accumulation", c.accumulation},
           {"layers_simulated", c.layers_simulated},
           {"engine_requested", std::string(to_string(c.engine))},
           {"engine", engine_ran(r)},
@@ -115,6 +116,8 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
       {"layers_simulated", r.layers_simulated},
       {"sequences_per_step", r.layout.sequences},
       {"step_s", r.step_s},
+      {"accumulation_step_s", r.accumulation_step_s},
+      {"global_batch_s", r.global_batch_s},
       {"compute_s", r.compute_s},
       {"a2a_s", r.a2a_s},
       {"a2a_exposed_s", r.a2a_exposed_s},
@@ -159,7 +162,7 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
 
 std::string csv_header() {
   return "strategy,topology,model,gpus,sp,seq,batch,zero,zero_group,checkpointing,a2a_group_size,ring_size,step_s,"
-         "compute_s,a2a_s,a2a_exposed_s,a2a_share,zero_comm_s,zero_exposed_s,memory_per_gpu_bytes,fits,"
+         "accumulation,global_batch_s,compute_s,a2a_s,a2a_exposed_s,a2a_share,zero_comm_s,zero_exposed_s,memory_per_gpu_bytes,fits,"
          "tokens_per_s,mfu,speedup_vs_ulysses,engine,wall_s";
 }
 
@@ -167,10 +170,11 @@ std::string csv_row(const StepReport& rep, const StrategyResult& r) {
   const StepConfig& c = rep.config;
   char buf[1024];
   std::snprintf(buf, sizeof buf,
-                "%s,%s,%s,%d,%d,%ld,%d,%d,%d,%d,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%d,%.17g,%.17g,",
+                "%s,%s,%s,%d,%d,%ld,%d,%d,%d,%d,%d,%d,%.17g,%ld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%d,%.17g,"
+                "%.17g,",
                 std::string(to_string(r.strategy)).c_str(), rep.topology.name.c_str(), rep.model.name.c_str(), c.gpus,
                 c.sp, c.seq, c.batch, c.zero, c.zero_group, int(c.checkpointing), r.layout.a2a_size, r.layout.ring_size,
-                r.step_s, r.compute_s, r.a2a_s, r.a2a_exposed_s, r.a2a_share, r.zero_comm_s, r.zero_exposed_s,
+                r.step_s, c.accumulation, r.global_batch_s, r.compute_s, r.a2a_s, r.a2a_exposed_s, r.a2a_share, r.zero_comm_s, r.zero_exposed_s,
                 r.memory.total(), int(r.fits), r.tokens_per_s, r.mfu);
   std::string row = buf;
   if (r.speedup_vs_ulysses) {
@@ -199,6 +203,13 @@ void print_table(const StepReport& rep, bool links) {
                 r.mfu * 100, r.compute_s * 1e3, r.a2a_s * 1e3, r.a2a_exposed_s * 1e3, r.a2a_share * 100,
                 r.zero_comm_s * 1e3, r.zero_exposed_s * 1e3, memory,
                 r.speedup_vs_ulysses ? (fixed(*r.speedup_vs_ulysses, 2) + "x").c_str() : "-");
+  }
+  if (rep.config.accumulation > 1) {
+    std::printf("#\n# %ld micro-steps per optimizer step (the last with the optimizer); tokens/s, MFU and speedup are "
+                "over the global batch:\n", rep.config.accumulation);
+    for (const StrategyResult& r : rep.results)
+      std::printf("#   %-8s %.2f ms per global batch (%.2f ms per micro-step that accumulates)\n",
+                  std::string(to_string(r.strategy)).c_str(), r.global_batch_s * 1e3, r.accumulation_step_s * 1e3);
   }
   std::printf("#\n# memory/GPU (GB): strategy: states + prefetch + activations + logits + buffers + runtime\n");
   for (const StrategyResult& r : rep.results) {

@@ -4,7 +4,9 @@
 #include "helpers.hpp"
 
 #include "input_error.hpp"
+#include "cost_model.hpp"
 #include "model.hpp"
+#include "step_graph.hpp"
 #include "step_run.hpp"
 
 #include <catch2/catch.hpp>
@@ -220,4 +222,41 @@ TEST_CASE("step: a window of layers extrapolated from its middle layer matches t
     CHECK(w.a2a_exposed_s == Approx(f.a2a_exposed_s).epsilon(1e-3));
     CHECK(w.zero_comm_s == Approx(f.zero_comm_s).epsilon(1e-3));
   }
+}
+
+// System: Llama-3.2-1B on the paper's 8 GPUs, ZeRO-3 and ZeRO-1, with and without accumulation.
+// Expectations: under ZeRO-3 the optimizer is the last task, so a micro-step that accumulates is
+// the step minus the optimizer's compute time (its cost, written out from the cost model); under
+// ZeRO-1 the weight all-gather follows it too. A global batch of A micro-steps takes A - 1 of those
+// and one whole step; throughput, MFU and speedup are over it; accumulation 1 changes nothing.
+TEST_CASE("step: gradient accumulation runs the optimizer once per global batch") {
+  StepConfig c = paper("llama-3.2-1b", {Strategy::ulysses, Strategy::basp});
+  const StepReport one = simulate_step(c);
+  c.accumulation = 4;
+  const StepReport four = simulate_step(c);
+  const CostModel cost{four.model, *lookup_gpu_kind(four.gpu_kind), four.calibration.compute};
+  for (std::size_t i = 0; i < one.results.size(); ++i) {
+    const StrategyResult &a = one.results[i], &b = four.results[i];
+    INFO(to_string(a.strategy));
+    CHECK(a.global_batch_s == a.step_s);
+    CHECK(b.step_s == a.step_s);
+    CHECK(b.accumulation_step_s == a.accumulation_step_s);
+    const double optimizer = step_costs(cost, b.layout, ZeroPlan{3, four.config.gpus}).optimizer.time_s;
+    REQUIRE(optimizer > 0);
+    CHECK(b.step_s - b.accumulation_step_s == Approx(optimizer).epsilon(1e-9));
+    CHECK(b.global_batch_s == Approx(3 * b.accumulation_step_s + b.step_s).epsilon(1e-15));
+    CHECK(b.tokens_per_s == Approx(4 * b.layout.sequences * c.seq / b.global_batch_s).epsilon(1e-15));
+    CHECK(b.tokens_per_s > a.tokens_per_s);
+    CHECK(b.mfu == Approx(4 * b.model_flops / (b.global_batch_s * lookup_gpu_kind(four.gpu_kind)->peak_bf16_flops)));
+  }
+  CHECK(*four.results[1].speedup_vs_ulysses ==
+        Approx(four.results[0].global_batch_s / four.results[1].global_batch_s).epsilon(1e-15));
+  c.zero = 1;
+  const StepReport zero1 = simulate_step(c);
+  for (const StrategyResult& r : zero1.results) {
+    const double optimizer = step_costs(cost, r.layout, ZeroPlan{1, zero1.config.gpus}).optimizer.time_s;
+    CHECK(r.step_s - r.accumulation_step_s > optimizer * (1 + 1e-6));  // and the weights' all-gather
+  }
+  c.accumulation = 0;
+  CHECK_THROWS_AS(simulate_step(c), InputError);
 }

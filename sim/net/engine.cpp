@@ -241,7 +241,8 @@ double Engine::longest_path_s() {
   if (!paths_.empty()) throw std::logic_error("Engine::longest_path_s: the graph has flows");
   const std::size_t tasks = kind_.size();
   index_successors();
-  std::vector<double> ready(tasks, 0.0);
+  ready_.assign(tasks, 0.0);
+  finish_.assign(tasks, 0.0);
   std::vector<TaskId> todo;
   for (TaskId t = 0; t < tasks; ++t)
     if (preds_left_[t] == 0) todo.push_back(t);
@@ -251,10 +252,11 @@ double Engine::longest_path_s() {
     const TaskId t = todo.back();
     todo.pop_back();
     ++finished;
-    const double finish = ready[t] + duration_[t];
+    const double finish = ready_[t] + duration_[t];
+    finish_[t] = finish;
     last = std::max(last, finish);
     for (std::uint32_t k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k) {
-      ready[succ_[k]] = std::max(ready[succ_[k]], finish);
+      ready_[succ_[k]] = std::max(ready_[succ_[k]], finish);
       if (--preds_left_[succ_[k]] == 0) todo.push_back(succ_[k]);
     }
   }

@@ -56,6 +56,7 @@ class Engine {
 
   // Instead of run(), for a graph of delays only: when its last task finishes, each task starting
   // once all it depends on have finished (the longest path; no events, so no batching within 1e-9).
+  // ready_time and finish_time then give each task's.
   double longest_path_s();
 
   double ready_time(TaskId t) const { return ready_[t]; }

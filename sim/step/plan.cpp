@@ -113,10 +113,10 @@ std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int g
 // then its flows start, and all that a rank sends, (K-1)/K of its buffer, leaves its GPU through
 // links of `gpu_out_Bps` in all. Ring sends overlap attention, but they run one after another,
 // each at least its launch and per-peer overheads, and the last block's attention waits for the
-// last send. ZeRO runs on other streams: counted as free. Gradient accumulation repeats the
-// micro-step.
-double micro_step_bound_s(const CostModel& cost, const Layout& layout, const ZeroPlan& zero, bool checkpointing,
-                          int layers, const SoftwareCosts& software, double gpu_out_Bps) {
+// last send. ZeRO runs on other streams: counted as free. With gradient accumulation, the
+// micro-steps before the last end before their optimizer, the last compute task.
+double global_batch_bound_s(const CostModel& cost, const Layout& layout, const ZeroPlan& zero, bool checkpointing,
+                            int layers, const SoftwareCosts& software, double gpu_out_Bps, long accumulation) {
   double a2a = 0.0;
   if (layout.a2a_size > 1) {
     const double k = layout.a2a_size;
@@ -135,8 +135,9 @@ double micro_step_bound_s(const CostModel& cost, const Layout& layout, const Zer
       c.pre_attention[0].time_s + attention(c.attention_block[0].time_s) + c.post_attention[0].time_s;
   const double backward =
       c.post_attention[1].time_s + attention(c.attention_block[1].time_s) + c.pre_attention[1].time_s;
-  return c.embedding[0].time_s + layers * forward + c.lm_head[0].time_s + c.lm_head[1].time_s +
-         layers * ((checkpointing ? forward : 0.0) + backward) + c.embedding[1].time_s + c.optimizer.time_s + a2a;
+  const double gradients = c.embedding[0].time_s + layers * forward + c.lm_head[0].time_s + c.lm_head[1].time_s +
+                           layers * ((checkpointing ? forward : 0.0) + backward) + c.embedding[1].time_s + a2a;
+  return double(accumulation) * gradients + c.optimizer.time_s;
 }
 
 // 3/4 of physical memory: room for the process, the topology and the page cache besides.
@@ -244,10 +245,11 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
           }
           const long per_step = std::lround(layout.sequences);
           const long accumulation = q.global_batch / per_step;
-          out.push_back({s, c, accumulation, memory,
-                         double(accumulation) * micro_step_bound_s(cost, layout, ZeroPlan{stage, group},
-                                                                   checkpointing, rep.model.layers,
-                                                                   rep.topology.software, gpu_out_Bps)});
+          StepConfig with = c;
+          with.accumulation = accumulation;
+          out.push_back({s, with, memory,
+                         global_batch_bound_s(cost, layout, ZeroPlan{stage, group}, checkpointing, rep.model.layers,
+                                              rep.topology.software, gpu_out_Bps, accumulation)});
         }
     }
   return out;
@@ -360,8 +362,7 @@ PlanReport plan(const PlanQuestion& q) {
       }
       in_parallel(slice.size(), [&](std::size_t k, int t) {
         PlanCandidate& c = candidates[slice[k]];
-        const double step = step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]);
-        c.bound_s = std::max(c.bound_s, double(c.accumulation) * step);
+        c.bound_s = std::max(c.bound_s, step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]));
         c.simulation_bytes = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
       });
       bounded += slice.size();
@@ -399,7 +400,7 @@ PlanReport plan(const PlanQuestion& q) {
     }
     for (std::size_t i : todo) {
       if (!simulated[i]) simulated[i] = by_itself;
-      const double time = results[i].step_s * double(candidates[i].accumulation);
+      const double time = results[i].global_batch_s;
       simulated_by[candidates[i].strategy].push_back({candidates[i].memory_bytes, time});
       best_s = std::min(best_s, time);
     }
@@ -417,7 +418,7 @@ PlanReport plan(const PlanQuestion& q) {
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (!simulated[i]) continue;
     Plan p{candidates[i], std::move(results[i]), 0, 0, simulated[i] == shared_simulation};
-    p.global_batch_s = p.result.step_s * double(p.candidate.accumulation);
+    p.global_batch_s = p.result.global_batch_s;
     r.plans.push_back(std::move(p));
   }
   std::stable_sort(r.plans.begin(), r.plans.end(),

@@ -36,14 +36,13 @@ struct PlanQuestion {
   std::function<void(const PlanProgress&)> progress;  // called from the calling thread
 };
 
-// One layout: `config` is what `basp simulate` gets for it (one strategy), run `accumulation`
-// times (micro-steps) per optimizer step.
+// One layout: `config` is what `basp simulate` gets for it: one strategy, and its micro-steps per
+// optimizer step (`accumulation`).
 struct PlanCandidate {
   Strategy strategy = Strategy::ulysses;
   StepConfig config;
-  long accumulation = 1;
   double memory_bytes = 0;  // the memory model's peak per GPU
-  // Time per global batch can be no less: accumulation × a bound on the micro-step, the larger of
+  // Time per global batch can be no less: a bound on its micro-steps, the larger of
   // what its compute stream must do one thing after another (compute, and all-to-all calls at the
   // GPU's full injection bandwidth) and the step graph's critical path with every call at its
   // per-rank bound (step_lower_bound_s; docs/plan.md). enumerate_plans gives the first, plan both.
@@ -53,8 +52,8 @@ struct PlanCandidate {
 
 struct Plan {
   PlanCandidate candidate;
-  StrategyResult result;       // of one micro-step, as `basp simulate` reports it
-  double global_batch_s = 0;   // accumulation × step time (gradient reduction runs every micro-step)
+  StrategyResult result;       // as `basp simulate` reports it
+  double global_batch_s = 0;   // result.global_batch_s: accumulation micro-steps, the last with the optimizer
   double speedup_vs_best_ulysses = 0;  // tokens/s over the best Ulysses plan's (0: no Ulysses plan)
   bool shared_simulation = false;  // its figures are another layout's with the same step graph (docs/plan.md)
 };

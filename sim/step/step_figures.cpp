@@ -111,12 +111,14 @@ StepTimes step_times(const Engine& engine, const StepTasks& tasks, int layers, i
   const int ranks = static_cast<int>(tasks.spans.size());
   StepTimes t;
   for (TaskId e : tasks.end) t.step_s = std::max(t.step_s, engine.finish_time(e));
+  for (TaskId o : tasks.optimizer) t.gradients_s = std::max(t.gradients_s, engine.ready_time(o));
   Figures total, middle;
   RankIntervals scratch;
   for (const std::vector<Span>& spans : tasks.spans)
     add_rank(engine, spans, window / 2, window < layers, scratch, total, middle);
   const double missing = layers - window;
   t.step_s += missing * middle.period / ranks;
+  t.gradients_s += missing * middle.period / ranks;
   t.compute_s = (total.compute + missing * middle.compute) / ranks;
   t.a2a_s = (total.a2a + missing * middle.a2a) / ranks;
   t.a2a_exposed_s = (total.a2a_exposed + missing * middle.a2a_exposed) / ranks;

@@ -17,6 +17,7 @@ namespace basp {
 // "Definitions".
 struct StepTimes {
   double step_s = 0, compute_s = 0, a2a_s = 0, a2a_exposed_s = 0, zero_comm_s = 0, zero_exposed_s = 0;
+  double gradients_s = 0;  // every rank's gradients reduced: its optimizer may start
 };
 
 // `tasks` built `window` of the model's `layers` layers (build_step); when fewer, the middle layer's

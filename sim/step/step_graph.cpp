@@ -85,6 +85,7 @@ class StepBuilder {
     // Optimizer once every gradient is reduced; ZeRO-1/2 then gather the updated weights.
     join(reduce_);
     compute(Label::optimizer, -1, forward, costs_.optimizer);
+    out_.optimizer = compute_;
     if (zero_.stage == 1 || zero_.stage == 2) {
       gather_ = compute_;  // the gather stream picks up after the optimizer
       collective(Label::zero_allgather, -1, forward, *shard_, CollectiveOp::allgather,

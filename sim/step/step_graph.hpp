@@ -54,6 +54,7 @@ StepCosts step_costs(const CostModel& cost, const Layout& layout, const ZeroPlan
 struct StepTasks {
   std::vector<std::vector<Span>> spans;  // per rank class (rank r: spans[r % spans.size()]), in issue order
   std::vector<TaskId> end;               // per rank class: everything of its step has finished
+  std::vector<TaskId> optimizer;         // per rank class: its optimizer step, the last compute
 };
 
 // ZeRO's groups: shards of M contiguous ranks; replicas (rank i of every shard) when M < ranks.

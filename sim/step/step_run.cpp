@@ -87,15 +87,18 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
 
   const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated);
   res.step_s = times.step_s;
+  res.accumulation_step_s = times.gradients_s;
+  const double micro_steps = run.config.accumulation;
+  res.global_batch_s = (micro_steps - 1) * times.gradients_s + times.step_s;
   res.compute_s = times.compute_s;
   res.a2a_s = times.a2a_s;
   res.a2a_exposed_s = times.a2a_exposed_s;
   res.zero_comm_s = times.zero_comm_s;
   res.zero_exposed_s = times.zero_exposed_s;
   res.a2a_share = res.step_s > 0 ? res.a2a_s / res.step_s : 0;
-  res.tokens_per_s = res.layout.sequences * double(run.config.seq) / res.step_s;
+  res.tokens_per_s = micro_steps * res.layout.sequences * double(run.config.seq) / res.global_batch_s;
   res.model_flops = g.costs.model_flops;
-  res.mfu = g.costs.model_flops / (res.step_s * run.gpu.peak_bf16_flops);
+  res.mfu = micro_steps * g.costs.model_flops / (res.global_batch_s * run.gpu.peak_bf16_flops);
   res.memory = memory_per_gpu(run.model, res.layout, run.zero, run.config.checkpointing);
   res.fits = res.memory.total() <= run.gpu.hbm_bytes;
   res.busiest_links = busiest_links(run.topo, link_bytes, run.options.busiest_links, res.stats.end_s);
@@ -152,17 +155,17 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   for (std::size_t i = 0; i < c.strategies.size(); ++i) {
     if (options.progress) options.progress(to_string(c.strategies[i]), int(i), runs);
     rep.results.push_back(run_strategy(run, c.strategies[i], trace ? &*trace : nullptr, int(i)));
-    if (c.strategies[i] == Strategy::ulysses) ulysses_step = rep.results.back().step_s;
+    if (c.strategies[i] == Strategy::ulysses) ulysses_step = rep.results.back().global_batch_s;
   }
   if (!ulysses_step) {
     try {  // the baseline, when Ulysses is possible at all for this job
       if (options.progress) options.progress("ulysses (baseline)", runs - 1, runs);
-      ulysses_step = run_strategy(run, Strategy::ulysses, nullptr, 0).step_s;
+      ulysses_step = run_strategy(run, Strategy::ulysses, nullptr, 0).global_batch_s;
     } catch (const InputError&) {
     }
   }
   if (ulysses_step)
-    for (StrategyResult& r : rep.results) r.speedup_vs_ulysses = *ulysses_step / r.step_s;
+    for (StrategyResult& r : rep.results) r.speedup_vs_ulysses = *ulysses_step / r.global_batch_s;
   if (trace) trace->finish();
   return std::move(rep);
 }
@@ -194,6 +197,7 @@ void resolve_job(StepConfig& c, const Topology& topo) {
   if (c.zero == 0 && c.zero_group != c.gpus)
     throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
   if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
+  if (c.accumulation < 1) throw InputError("", 0, "--accumulation", "must be at least 1 micro-step");
 }
 
 
@@ -226,17 +230,21 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
     // Each rank finishes no earlier than its own chain; the first build finds the calls. The
     // simulation merges events within 1e-9 relative of each other, which may end it that much
     // earlier per event on its critical path: the margin covers ten thousand of them.
+    // With accumulation, the micro-steps before the last end when the gradients are reduced,
+    // which no rank's chain reaches before its optimizer becomes ready.
+    double gradients = 0.0, end = 0.0;
     auto chain = [&](int rank_class) {
       bounds.select(rank_class);
       Engine engine({});
-      build_step(engine, router, run.topo, g.choice.fold, g.layout, g.costs, run.model, run.config.checkpointing,
-                 run.zero, g.groups, run.model.layers, &bounds);
-      return engine.longest_path_s();
+      const StepTasks tasks = build_step(engine, router, run.topo, g.choice.fold, g.layout, g.costs, run.model,
+                                         run.config.checkpointing, run.zero, g.groups, run.model.layers, &bounds);
+      end = std::max(end, engine.longest_path_s());
+      gradients = std::max(gradients, engine.ready_time(tasks.optimizer[0]));
     };
-    double longest = chain(0);
+    chain(0);
     for (int k : bounds.distinct_classes())
-      if (k != 0) longest = std::max(longest, chain(k));
-    return longest * (1.0 - 1e-5);
+      if (k != 0) chain(k);
+    return ((run.config.accumulation - 1) * gradients + end) * (1.0 - 1e-5);
   });
 }
 

@@ -30,7 +30,12 @@ namespace basp {
 struct StrategyResult {
   Strategy strategy = Strategy::ulysses;
   Layout layout;
-  double step_s = 0;
+  double step_s = 0;          // one micro-step that ends with the optimizer
+  // A micro-step that only accumulates: until every rank's gradients are reduced.
+  double accumulation_step_s = 0;
+  // config.accumulation micro-steps, one after another: all but the last accumulate. Throughput
+  // and MFU are over it (with accumulation 1 it is step_s).
+  double global_batch_s = 0;
   double compute_s = 0;       // per rank, averaged: time its compute stream is busy
   double a2a_s = 0;           // per rank, averaged: time inside the strategy's exchange calls
   double a2a_exposed_s = 0;   // the part of a2a_s not overlapped with the rank's compute
@@ -112,8 +117,9 @@ class RunCache {
 // as simulate_step runs it, without the Ulysses baseline. Thread-safe for distinct caches.
 StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
                                  RunCache& cache);
-// What no simulation of that strategy's whole step can beat: the step graph with every call
-// replaced by its per-rank bound (collective_bounds.hpp), a critical path over all layers. (A
+// What no simulation of that strategy's whole step (global_batch_s: all its micro-steps) can
+// beat: the step graph with every call replaced by its per-rank bound (collective_bounds.hpp), a
+// critical path over all layers, to the optimizer for the micro-steps that accumulate. (A
 // simulation that builds a window of layers extrapolates the rest: its step may differ from the
 // whole step's by that extrapolation's error.)
 double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache);
