@@ -211,7 +211,7 @@ int run_plan(const PlanArgs& a) {
       j["not_simulated"].push_back({{"strategy", to_string(c.strategy)},
                                     {"layout", layout_text(c)},
                                     {"lower_bound_s", c.bound_s},
-                                    {"simulation_memory_bytes", c.simulation_bytes},
+                                    {"simulation", {{"memory_estimate_bytes", c.simulation_bytes}}},
                                     {"memory_per_gpu_bytes", c.memory_bytes},
                                     {"simulate_args", simulate_args(a, r, c)}});
     j["plans"] = nlohmann::json::array();

@@ -217,7 +217,7 @@ TEST_CASE("plan: a simulation over the host memory budget is listed, not run") {
   const auto j = nlohmann::json::parse(json.out);
   REQUIRE(!j["not_simulated"].empty());
   for (const auto& n : j["not_simulated"])
-    CHECK(n["simulation_memory_bytes"].get<double>() > j["simulation_memory_bytes"].get<double>());
+    CHECK(n["simulation"]["memory_estimate_bytes"].get<double>() > j["simulation_memory_bytes"].get<double>());
   const Run none = basp_cli(job + "--sim-memory 1KiB");
   CHECK(none.code == 2);
   CHECK_THAT(none.out, Catch::Contains("--sim-memory") && Catch::Contains("no layout can be simulated"));

@@ -342,7 +342,7 @@ PlanReport plan(const PlanQuestion& q) {
         ++decided;
         if (dominated(candidates[i])) {
           ++r.pruned[beaten];
-        } else if (candidates[i].simulation_bytes > r.simulation_memory_bytes) {
+        } else if (!(candidates[i].simulation_bytes <= r.simulation_memory_bytes)) {  // NaN too
           ++r.pruned[too_big];
           r.not_simulated.push_back(candidates[i]);
         } else {

@@ -123,8 +123,9 @@ StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& confi
 // simulation that builds a window of layers extrapolates the rest: its step may differ from the
 // whole step's by that extrapolation's error.)
 double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache);
-// Host memory simulate_strategy's engine will hold for that layout, at most (a test checks it
-// against Engine::memory_bytes): what basp plan schedules and refuses simulations by.
+// An estimate of the host memory simulate_strategy's engine will hold for that layout (a test
+// holds it above Engine::memory_bytes after the run; transient copies while arrays grow are not
+// seen there): what basp plan schedules and refuses simulations by.
 double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config, Strategy strategy,
                                RunCache& cache);
 // The same under a calibration given as values (a fit trying parameters), not named by the config.
