@@ -68,6 +68,11 @@ std::vector<std::string> simulate_args(const PlanArgs& a, const PlanReport& r, c
   return args;
 }
 
+// ZeRO as the table shows it: the stage, and its shard group when it shards.
+std::string zero_text(const StepConfig& c) {
+  return c.zero == 0 ? "0" : std::to_string(c.zero) + "/" + std::to_string(c.zero_group);
+}
+
 // The layout in a few words: "N=32 B=4 K=8 contiguous, DP 512 x 2 micro-steps".
 std::string layout_text(const PlanCandidate& p) {
   const StepConfig& c = p.config;
@@ -253,7 +258,7 @@ int run_plan(const PlanArgs& a) {
               "accum", "ZeRO", "ckpt", "per batch", "tokens/s", "MFU", "a2a", "memory", "vs Uly.");
   auto row = [&](const Plan& p, int rank) {
     const StepConfig& c = p.candidate.config;
-    const std::string zero = c.zero == 0 ? "0" : std::to_string(c.zero) + "/" + std::to_string(c.zero_group);
+    const std::string zero = zero_text(c);
     char speedup[16] = "-";
     if (p.speedup_vs_best_ulysses > 0) std::snprintf(speedup, sizeof speedup, "%.3fx", p.speedup_vs_best_ulysses);
     std::printf("%4d %-8s %-26s %5d %6ld %-9s %4s %11s %12.4g %5.1f%% %5.1f%% %10s %8s\n", rank,
@@ -283,8 +288,7 @@ int run_plan(const PlanArgs& a) {
                 "host memory", "GPU memory");
     for (std::size_t i = 0; i < r.not_simulated.size() && int(i) < a.top; ++i) {
       const PlanCandidate& c = r.not_simulated[i];
-      const std::string zero =
-          c.config.zero == 0 ? "0" : std::to_string(c.config.zero) + "/" + std::to_string(c.config.zero_group);
+      const std::string zero = zero_text(c.config);
       std::printf("# %-13s %-26s %-9s %4s %16s %12s %11s\n", std::string(to_string(c.strategy)).c_str(),
                   layout_text(c).c_str(), zero.c_str(), c.config.checkpointing ? "yes" : "no",
                   format_time(c.bound_s).c_str(), format_bytes(c.simulation_bytes).c_str(),

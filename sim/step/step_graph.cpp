@@ -302,10 +302,14 @@ StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const
       .build(checkpointing, layers);
 }
 
-double flows_per_layer(const Layout& l, bool checkpointing, const Topology& topo) {
+ExchangeFlows exchange_flows_per_layer(const Layout& l, bool checkpointing) {
   const double passes = checkpointing ? 3 : 2;
-  const double a2a = double(l.a2a_groups.size()) * l.a2a_size * (l.a2a_size - 1) * 4 * passes;
-  const double ring = double(l.ring_groups.size()) * l.ring_size * l.ring_size * passes;
+  return {double(l.a2a_groups.size()) * l.a2a_size * (l.a2a_size - 1) * 4 * passes,
+          double(l.ring_groups.size()) * l.ring_size * l.ring_size * passes};
+}
+
+double flows_per_layer(const Layout& l, bool checkpointing, const Topology& topo) {
+  const auto [a2a, ring] = exchange_flows_per_layer(l, checkpointing);
   const double zero = 3.0 * l.ranks * std::max(1, topo.gpus_per_node);  // ring edges, one channel per NIC at most
   return a2a + ring + zero;
 }

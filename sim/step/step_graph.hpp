@@ -76,7 +76,13 @@ StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const
                      const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers,
                      CallBounds* bounds = nullptr);
 
-// Flows one layer adds to the graph (forward, backward and recomputation), to size windows.
+// Flows one layer's exchanges add to the graph (forward, backward and recomputation): all-to-all
+// pairs (4 tensors per pass) and ring sends.
+struct ExchangeFlows {
+  double a2a = 0, ring = 0;
+};
+ExchangeFlows exchange_flows_per_layer(const Layout& layout, bool checkpointing);
+// Flows one layer adds to the graph, ZeRO's counted generously, to size windows.
 double flows_per_layer(const Layout& layout, bool checkpointing, const Topology& topo);
 
 }  // namespace basp

@@ -254,13 +254,11 @@ double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config,
     const StrategyGraph g = strategy_graph(run, strategy);
     const RankFold& fold = g.choice.fold;
     const Layout& l = g.layout;
-    const double passes = run.config.checkpointing ? 3 : 2;
     const double modules = layers_to_simulate(run, l, fold) + 3;  // layers, embedding, head, optimizer
-    // Flows per module of the quotient: all-to-all pairs (4 tensors per pass), ring sends, and the
-    // ZeRO calls' NCCL ring edges (a rank's successor in the channel that enters its node plus one
-    // edge out of the node per channel: at most 2 per rank per call).
-    const double a2a = double(l.a2a_groups.size()) * l.a2a_size * (l.a2a_size - 1) * 4 * passes;
-    const double ring = double(l.ring_groups.size()) * l.ring_size * l.ring_size * passes;
+    // Flows per module of the quotient: the exchanges', and the ZeRO calls' NCCL ring edges (a
+    // rank's successor in the channel that enters its node plus one edge out of the node per
+    // channel: at most 2 per rank per call).
+    const auto [a2a, ring] = exchange_flows_per_layer(l, run.config.checkpointing);
     const int calls = (run.zero.stage == 3 ? 2 : 0) + 1 + (run.zero.stage > 0 && !g.groups.replica.empty() ? 1 : 0);
     const double zero = 2.0 * calls * l.ranks;
     // Engine::memory_bytes measured per flow built (its task, dependencies, hops and solver state,
