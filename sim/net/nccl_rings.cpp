@@ -8,15 +8,14 @@
 
 namespace basp {
 
-Rings nccl_rings(const Topology& topo, std::span<const int> group) {
+namespace {
+
+template <class NodeOf, class RailOf>
+Rings rings_of(std::span<const int> group, NodeOf node_of, RailOf rail_of) {
   std::vector<int> members(group.begin(), group.end());
   std::sort(members.begin(), members.end());
   std::map<int, std::vector<int>> by_node;
-  for (int r : members) by_node[topo.node_of_rank(r)].push_back(r);
-  auto rail_of = [&](int rank) {
-    const int nic = topo.graph[topo.gpus[rank]].nic;
-    return nic < 0 ? -1 : topo.graph[nic].rail;
-  };
+  for (int r : members) by_node[node_of(r)].push_back(r);
   std::set<int> rails;
   if (by_node.size() > 1)
     for (int r : by_node.begin()->second) rails.insert(rail_of(r));
@@ -40,6 +39,42 @@ Rings nccl_rings(const Topology& topo, std::span<const int> group) {
   out.edges.reserve(edges.size());
   for (auto [edge, count] : edges) out.edges.push_back({edge.first, edge.second, count});
   return out;
+}
+
+int rail_of_rank(const Topology& topo, int rank) {
+  const int nic = topo.graph[topo.gpus[rank]].nic;
+  return nic < 0 ? -1 : topo.graph[nic].rail;
+}
+
+}  // namespace
+
+RankPlaces rank_places(const Topology& topo) {
+  RankPlaces p;
+  p.gpus_per_node = std::max(1, topo.gpus_per_node);
+  const int ranks = static_cast<int>(topo.gpus.size());
+  for (int r = 0; r < ranks; ++r) {
+    p.node.push_back(topo.node_of_rank(r));
+    p.rail.push_back(rail_of_rank(topo, r));
+  }
+  return p;
+}
+
+RankPlaces rank_places(const TopologyTemplate& t) {
+  // As build_node: GPU i uses NIC nic_of_gpu[i] (or i·nics/gpus), and NIC j is on rail j.
+  RankPlaces p;
+  p.gpus_per_node = std::max(1, t.node.gpus);
+  for (int i = 0; i < t.node.gpus; ++i)
+    p.local_rail.push_back(t.node.nics < 1 ? -1 : t.node.nic_of_gpu.empty() ? i * t.node.nics / t.node.gpus
+                                                                             : t.node.nic_of_gpu[i]);
+  return p;
+}
+
+Rings nccl_rings(const RankPlaces& places, std::span<const int> group) {
+  return rings_of(group, [&](int r) { return places.node_of(r); }, [&](int r) { return places.rail_of(r); });
+}
+
+Rings nccl_rings(const Topology& topo, std::span<const int> group) {
+  return rings_of(group, [&](int r) { return topo.node_of_rank(r); }, [&](int r) { return rail_of_rank(topo, r); });
 }
 
 }  // namespace basp

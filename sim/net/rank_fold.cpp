@@ -43,7 +43,10 @@ Adjacency adjacency(const Topology& topo) {
 }
 
 // The link permutation induced by moving node n to node_map[n]; empty when that is no automorphism.
-std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& adj, const std::vector<int>& node_map) {
+// `ports_in_order` (a skeleton's stubs): a node vertex's k-th link goes to the image's k-th, as
+// the node's k-th NIC goes to the image's k-th on the whole topology.
+std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& adj, const std::vector<int>& node_map,
+                                        bool ports_in_order) {
   const Graph& g = topo.graph;
   const std::size_t n = boost::num_vertices(g);
   const int nodes = topo.nodes;
@@ -77,7 +80,8 @@ std::vector<int> node_permutation_links(const Topology& topo, const Adjacency& a
       used.assign(theirs.size(), 0);
       match.assign(mine.size(), theirs.size());
       by_end.clear();
-      for (std::size_t k = 0; k < mine.size(); ++k) {
+      const bool in_order = ports_in_order && g[u].node >= 0;
+      for (std::size_t k = 0; k < mine.size() && !in_order; ++k) {
         const VertexId w = far(mine[k]);
         if (image[w] == unmapped) continue;
         if (far(theirs[k]) == image[w] && !used[k]) {
@@ -211,13 +215,14 @@ struct TrafficIndex {
   std::vector<RingEdge> ring_edges;  // sorted; nccl_rings traffic only
 };
 
-TrafficIndex index_traffic(const Topology& topo, const TrafficGroups& t, int ranks) {
+template <class RingsOf>
+TrafficIndex index_traffic(const RingsOf& rings_of, const TrafficGroups& t, int ranks) {
   TrafficIndex x{membership(*t.groups, ranks), {}};
   for (std::size_t r = 0; r < x.m.group.size(); ++r)
     if (x.m.group[r] < 0) throw std::logic_error("choose_fold: rank " + std::to_string(r) + " is in no group");
   if (t.traffic == GroupTraffic::nccl_rings) {
     for (const auto& g : *t.groups) {
-      const Rings rings = nccl_rings(topo, g);
+      const Rings rings = rings_of(g);
       x.ring_edges.insert(x.ring_edges.end(), rings.edges.begin(), rings.edges.end());
     }
     std::sort(x.ring_edges.begin(), x.ring_edges.end());
@@ -338,13 +343,17 @@ struct MoveCache::State {
 MoveCache::MoveCache() = default;
 MoveCache::~MoveCache() = default;
 
-FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic,
-                       MoveCache* cache) {
+namespace {
+
+// choose_fold on `topo`, the whole topology or a skeleton (`ports_in_order`) of `gpus` GPUs.
+template <class RingsOf>
+FoldChoice choose_fold_on(EngineMode mode, const Topology& topo, int gpus, bool ports_in_order,
+                          const RingsOf& rings_of, int ranks, std::span<const TrafficGroups> traffic,
+                          MoveCache* cache) {
   FoldChoice c{RankFold::identity(ranks), {}};
   c.use.rank_classes = ranks;
   c.use.link_classes = topo.link_count();
   std::string why;
-  const int gpus = static_cast<int>(topo.gpus.size());
   if (mode == EngineMode::full) {
     why = "--engine full";
   } else if (ranks != gpus) {
@@ -364,7 +373,7 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
     }
     const Adjacency& adj = moves.state->adj;
     std::vector<TrafficIndex> indexed;
-    for (const TrafficGroups& t : traffic) indexed.push_back(index_traffic(topo, t, ranks));
+    for (const TrafficGroups& t : traffic) indexed.push_back(index_traffic(rings_of, t, ranks));
     const int nodes = topo.nodes, per_node = topo.gpus_per_node;
     auto fold_for = [&](int step, int block) {
       RankFold f;
@@ -398,7 +407,7 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
       if (fresh) {
         std::vector<int> node_map(nodes);
         for (int n = 0; n < nodes; ++n) node_map[n] = f.moved(n * per_node, generator) / per_node;
-        it->second = node_permutation_links(topo, adj, node_map);
+        it->second = node_permutation_links(topo, adj, node_map, ports_in_order);
       }
       return it->second;
     };
@@ -477,6 +486,22 @@ FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::sp
                                             "); use --engine full or auto");
   c.use.why = why;
   return c;
+}
+
+}  // namespace
+
+FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic,
+                       MoveCache* cache) {
+  return choose_fold_on(
+      mode, topo, static_cast<int>(topo.gpus.size()), false,
+      [&](std::span<const int> group) { return nccl_rings(topo, group); }, ranks, traffic, cache);
+}
+
+FoldChoice choose_fold_on_skeleton(EngineMode mode, const Topology& skeleton, const RankPlaces& places, int ranks,
+                                   std::span<const TrafficGroups> traffic, MoveCache* cache) {
+  return choose_fold_on(
+      mode, skeleton, skeleton.nodes * skeleton.gpus_per_node, true,
+      [&](std::span<const int> group) { return nccl_rings(places, group); }, ranks, traffic, cache);
 }
 
 }  // namespace basp

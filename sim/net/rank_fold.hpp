@@ -12,6 +12,7 @@
 
 #include "engine.hpp"
 #include "hop.hpp"
+#include "nccl_rings.hpp"
 #include "topology.hpp"
 
 #include <cstdint>
@@ -103,5 +104,11 @@ class MoveCache {
 // exists. `ranks` are the job's ranks 0..ranks-1, node-major on topo.gpus.
 FoldChoice choose_fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic,
                        MoveCache* cache = nullptr);
+// The same search on a template's skeleton (build_skeleton): each move is derived and verified on
+// the fabric and the nodes' NIC ports, matched in NIC order (the nodes' insides are alike by
+// construction, so a move that keeps the skeleton keeps the whole topology). The fold's links are
+// the skeleton's; `places` (rank_places of the template) gives NCCL's rings.
+FoldChoice choose_fold_on_skeleton(EngineMode mode, const Topology& skeleton, const RankPlaces& places, int ranks,
+                                   std::span<const TrafficGroups> traffic, MoveCache* cache = nullptr);
 
 }  // namespace basp

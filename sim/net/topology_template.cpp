@@ -252,4 +252,25 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
   return topo;
 }
 
+std::optional<Topology> build_skeleton(const TopologyTemplate& t) {
+  if (t.node.kind == NodeKind::nvswitch && t.node.domain_nodes > 1) return std::nullopt;
+  Topology topo;
+  topo.name = t.name;
+  topo.source = t.source;
+  topo.routing = t.routing;
+  topo.software = t.software;
+  topo.nodes = t.nodes;
+  topo.gpus_per_node = t.node.gpus;
+  topo.rail_optimized =
+      t.fabric.kind == FabricKind::rail || (t.fabric.kind == FabricKind::three_tier && t.fabric.rails);
+  std::vector<NodeDevices> nodes;
+  nodes.reserve(t.nodes);
+  for (int n = 0; n < t.nodes; ++n) {
+    const VertexId stub = add_vertex(topo, {"n" + std::to_string(n), VertexKind::host, n});
+    nodes.push_back({n, 1.0, {}, std::vector<VertexId>(std::max(t.node.nics, 0), stub)});
+  }
+  build_fabric(topo, t, nodes);
+  return topo;
+}
+
 }  // namespace basp

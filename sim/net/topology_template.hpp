@@ -4,6 +4,7 @@
 
 #include "topology.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,5 +80,11 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset);
 // The NVLink domain a node belongs to, as the builder groups them (node index when nodes do not
 // share one): nodes of one domain are built, and weighed, together.
 int nvlink_domain_of(const TopologyTemplate& t, int node);
+
+// The template's fabric with each node reduced to one vertex (a stub, kind host) that holds the
+// node's NIC ports in NIC order: all that moves of whole nodes can change, since every node is
+// built alike. Not routable (no GPUs; `gpus_per_node` and `nodes` are the cluster's). Templates
+// whose NVLink domains span nodes have no skeleton (nodes are not self-contained): nullopt.
+std::optional<Topology> build_skeleton(const TopologyTemplate& t);
 
 }  // namespace basp

@@ -1,0 +1,161 @@
+// Symmetry classes found on a template's skeleton (its fabric and one stub per node) against the
+// search on the whole build: the same group, the same classes of fabric and NIC-port links, and
+// node links classed as their representative node's, on every shipped template with a skeleton.
+#include "collectives.hpp"
+#include "nccl_rings.hpp"
+#include "rank_fold.hpp"
+#include "topology_file.hpp"
+#include "topology_template.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+using namespace basp;
+
+namespace {
+
+struct Traffic {
+  std::string label;
+  std::vector<std::vector<std::vector<int>>> groups;
+  std::vector<GroupTraffic> kinds;
+};
+
+// Patterns like a step's: all-to-alls in groups, NCCL rings across them, send/recv rings.
+std::vector<Traffic> patterns(int ranks, int per_node) {
+  std::vector<Traffic> out;
+  for (int groups : {1, 2, 4, ranks / per_node, ranks / (2 * per_node)}) {
+    if (groups < 1 || ranks % groups != 0) continue;
+    for (Placement p : {Placement::contiguous, Placement::strided})
+      for (GroupTraffic kind : {GroupTraffic::all_pairs, GroupTraffic::nccl_rings, GroupTraffic::successor})
+        out.push_back({std::to_string(groups) + " groups " + (p == Placement::strided ? "strided" : "contiguous") +
+                           " kind " + std::to_string(int(kind)),
+                       {make_groups(ranks, groups, p)},
+                       {kind}});
+    // A step's mix: exchanges within groups, ZeRO rings across the replicas.
+    out.push_back({std::to_string(groups) + " groups and rings across them",
+                   {make_groups(ranks, groups, Placement::contiguous),
+                    make_groups(ranks, ranks / groups, Placement::strided)},
+                   {GroupTraffic::all_pairs, GroupTraffic::nccl_rings}});
+  }
+  return out;
+}
+
+void check_agrees(const TopologyFile& file) {
+  const TopologyTemplate& t = *file.templ;
+  const Topology whole = build_topology(t);
+  const std::optional<Topology> skeleton = build_skeleton(t);
+  REQUIRE(skeleton);
+  const int ranks = static_cast<int>(whole.gpus.size());
+  INFO(t.name << " with " << t.nodes << " nodes");
+
+  const RankPlaces places = rank_places(t), read = rank_places(whole);
+  for (int r = 0; r < ranks; ++r) {
+    CHECK(places.node_of(r) == read.node_of(r));
+    CHECK(places.rail_of(r) == read.rail_of(r));
+  }
+
+  // Whole links on the skeleton: fabric links by their switches' names, NIC ports by node and NIC.
+  std::map<std::pair<std::string, std::string>, int> skeleton_link;
+  std::map<std::pair<int, int>, std::vector<int>> ports;  // (node, 0 up / 1 down) -> links in NIC order
+  for (int l = 0; l < skeleton->link_count(); ++l) {
+    const Vertex &a = skeleton->vertex(skeleton->link(l).from), &b = skeleton->vertex(skeleton->link(l).to);
+    if (a.node >= 0) ports[{a.node, 0}].push_back(l);
+    else if (b.node >= 0) ports[{b.node, 1}].push_back(l);
+    else REQUIRE(skeleton_link.emplace(std::pair{a.name, b.name}, l).second);
+  }
+  std::vector<int> on_skeleton(whole.link_count(), -1);
+  std::map<int, std::vector<int>> node_links;  // links of each node's devices, NIC ports included
+  for (int l = 0; l < whole.link_count(); ++l) {
+    const Vertex &a = whole.vertex(whole.link(l).from), &b = whole.vertex(whole.link(l).to);
+    if (a.node >= 0 || b.node >= 0) node_links[a.node >= 0 ? a.node : b.node].push_back(l);
+    if (a.node < 0 && b.node < 0) on_skeleton[l] = skeleton_link.at({a.name, b.name});
+    else if (a.kind == VertexKind::nic && b.node < 0) on_skeleton[l] = ports.at({a.node, 0}).at(a.rail);
+    else if (b.kind == VertexKind::nic && a.node < 0) on_skeleton[l] = ports.at({b.node, 1}).at(b.rail);
+  }
+
+  int folded = 0;
+  for (const Traffic& p : patterns(ranks, whole.gpus_per_node)) {
+    INFO(p.label);
+    std::vector<TrafficGroups> traffic;
+    for (std::size_t k = 0; k < p.groups.size(); ++k) traffic.push_back({&p.groups[k], p.kinds[k]});
+    const FoldChoice a = choose_fold(EngineMode::automatic, whole, ranks, traffic);
+    const FoldChoice b = choose_fold_on_skeleton(EngineMode::automatic, *skeleton, places, ranks, traffic);
+    CHECK(b.use.engine == a.use.engine);
+    CHECK(b.use.why == a.use.why);
+    CHECK(b.use.rank_classes == a.use.rank_classes);
+    CHECK(b.use.members == a.use.members);
+    CHECK(b.fold.period == a.fold.period);
+    CHECK(b.fold.step_nodes == a.fold.step_nodes);
+    CHECK(b.fold.block_nodes == a.fold.block_nodes);
+    if (a.use.engine != "classes" || b.use.engine != "classes") continue;
+    ++folded;
+    // Skeleton links: classes correspond one to one, loads equal.
+    std::map<int, int> whole_to_skeleton, skeleton_to_whole;
+    int wrong = 0;
+    for (int l = 0; l < whole.link_count(); ++l) {
+      const int s = on_skeleton[l];
+      if (s < 0) continue;
+      const int cw = a.fold.link_class[l], cs = b.fold.link_class[s];
+      wrong += whole_to_skeleton.emplace(cw, cs).first->second != cs;
+      wrong += skeleton_to_whole.emplace(cs, cw).first->second != cw;
+      wrong += a.fold.link_load[l] != b.fold.link_load[s];
+    }
+    CHECK(wrong == 0);
+    // Node links: in the class of the same link of the node's representative, carrying one hop each.
+    const int step = a.fold.step_nodes;
+    for (const auto& [node, links] : node_links) {
+      const std::vector<int>& rep = node_links.at(node % step);
+      REQUIRE(links.size() == rep.size());
+      for (std::size_t k = 0; k < links.size(); ++k) {
+        wrong += a.fold.link_class[links[k]] != a.fold.link_class[rep[k]];
+        wrong += a.fold.link_load[links[k]] != 1;
+      }
+    }
+    CHECK(wrong == 0);
+  }
+  CHECK(folded > 0);
+}
+
+TopologyFile file(const std::string& name, TopologyOverrides o) { return read_topology_file(name, o); }
+
+}  // namespace
+
+TEST_CASE("skeleton: the search on a template's skeleton finds the whole build's group and classes") {
+  // Systems: every shipped template whose nodes are self-contained, at sizes where moves within
+  // leaves, across leaves, pods and rails exist, 1:1 and oversubscribed, PXN and spine cross-rail.
+  // Expectations: for every traffic pattern, the same engine, reason, group and classes.
+  check_agrees(file("pcie-8gpu", {.nodes = 8, .nodes_per_leaf = 2}));
+  check_agrees(file("paper-a100-2x4", {}));
+  for (CrossRail rail : {CrossRail::pxn, CrossRail::spine}) {
+    check_agrees(file("dgx-h100", {.nodes = 8, .nodes_per_leaf = 2, .spines = 2, .cross_rail = rail}));
+    check_agrees(file("dgx-h100-3tier", {.nodes = 8, .nodes_per_leaf = 2, .spines = 2, .cross_rail = rail}));
+  }
+  check_agrees(file("dgx-h100", {.nodes = 16, .oversubscription = 2.0, .nodes_per_leaf = 4, .spines = 2}));
+  check_agrees(file("dgx-a100-superpod", {.nodes = 8, .nodes_per_leaf = 4, .spines = 2}));
+  check_agrees(file("dgx-h100-3tier", {.nodes = 12, .nodes_per_leaf = 2}));
+}
+
+TEST_CASE("skeleton: no symmetry on the skeleton where the whole build has none") {
+  // Systems: an uneven last leaf (6 nodes, 4 per leaf); hashed ECMP.
+  // Expectations: both searches run the full engine for the same reason.
+  for (const TopologyFile& f : {file("dgx-h100", {.nodes = 6, .nodes_per_leaf = 4, .spines = 2}),
+                                file("dgx-h100", {.nodes = 8, .nodes_per_leaf = 2, .ecmp = EcmpMode::hash})}) {
+    const Topology whole = build_topology(*f.templ);
+    const int ranks = static_cast<int>(whole.gpus.size());
+    const auto groups = make_groups(ranks, 1, Placement::contiguous);
+    const TrafficGroups traffic[] = {{&groups, GroupTraffic::all_pairs}};
+    const FoldChoice a = choose_fold(EngineMode::automatic, whole, ranks, traffic);
+    const FoldChoice b = choose_fold_on_skeleton(EngineMode::automatic, *build_skeleton(*f.templ),
+                                                 rank_places(*f.templ), ranks, traffic);
+    CHECK(a.use.engine == "full");
+    CHECK(b.use.engine == "full");
+    CHECK(b.use.why == a.use.why);
+  }
+}
+
+TEST_CASE("skeleton: NVLink domains across nodes have none") {
+  // System: GB200 NVL72 (18 trays share one NVLink domain). Expectation: no skeleton.
+  CHECK_FALSE(build_skeleton(*file("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 18, .spines = 2}).templ));
+}
