@@ -6,6 +6,10 @@
 #include "engine.hpp"
 #include "rank_fold.hpp"
 #include "topology.hpp"
+#include "cluster_part.hpp"
+
+#include <array>
+#include <functional>
 
 #include <vector>
 
@@ -28,9 +32,13 @@ struct CollectiveResult {
   RunStats stats;           // of the whole cluster (a quotient's counts times its class size)
   EngineUse engine;
   double wall_s = 0.0;      // host time to build and simulate
-  std::vector<double> link_bytes;  // by link id
+  std::array<double, 5> class_bytes{};  // by LinkClass, over the whole cluster
+  std::vector<double> link_bytes;  // by link id; empty when a part of the cluster was simulated
 };
 
 CollectiveResult simulate_collective(const Topology& topo, const CollectiveSpec& spec);
+// The same on a cluster given by its file: a template's class engine runs on a part of it
+// (cluster_part.hpp), never building it whole; where classes are not used, on the whole topology.
+CollectiveResult simulate_collective(ClusterBuilds& cluster, const CollectiveSpec& spec);
 
 }  // namespace basp

@@ -74,6 +74,12 @@ Rings nccl_rings(const RankPlaces& places, std::span<const int> group) {
 }
 
 Rings nccl_rings(const Topology& topo, std::span<const int> group) {
+  if (!topo.cluster_ranks.empty()) {  // a part of a template: the cluster's ranks, every node alike
+    RankPlaces places;
+    places.gpus_per_node = std::max(1, topo.gpus_per_node);
+    for (int i = 0; i < topo.gpus_per_node; ++i) places.local_rail.push_back(rail_of_rank(topo, i));
+    return nccl_rings(places, group);
+  }
   return rings_of(group, [&](int r) { return topo.node_of_rank(r); }, [&](int r) { return rail_of_rank(topo, r); });
 }
 

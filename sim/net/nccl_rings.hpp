@@ -40,6 +40,7 @@ RankPlaces rank_places(const TopologyTemplate& t);  // uniform, from the templat
 // Ring c enters every node at the first member whose NIC is the node's c-th NIC and visits the
 // others in rank order from there, so each channel's inter-node traffic lands on a NIC of its own.
 Rings nccl_rings(const RankPlaces& places, std::span<const int> group);
+// On a part of a template (topo.cluster_ranks), `group` names the cluster's ranks.
 Rings nccl_rings(const Topology& topo, std::span<const int> group);
 
 }  // namespace basp

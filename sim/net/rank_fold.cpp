@@ -326,6 +326,14 @@ std::vector<double> RankFold::quotient_capacities(const std::vector<double>& cap
   return out;
 }
 
+std::array<double, 5> RankFold::bytes_by_class(const Topology& topo, const std::vector<double>& per_class) const {
+  std::array<double, 5> out{};
+  for (std::size_t c = 0; c < per_class.size(); ++c)
+    out[static_cast<int>(topo.link(topology_link(static_cast<int>(c))).cls)] +=
+        link_class.empty() ? per_class[c] : per_class[c] * members();
+  return out;
+}
+
 RunStats RankFold::expand_stats(RunStats s) const {
   s.flows *= members();
   s.events *= members();

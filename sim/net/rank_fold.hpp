@@ -15,6 +15,7 @@
 #include "nccl_rings.hpp"
 #include "topology.hpp"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -61,6 +62,9 @@ struct RankFold {
   // Counts of the quotient's run as the whole cluster's: flows, events and refills times members
   // (batches and solves are shared by a class, so they stay).
   RunStats expand_stats(RunStats quotient) const;
+  // Bytes by LinkClass over the whole cluster from the engine's per-class bytes: each class's
+  // bytes times members (its links carry bytes·load each, and there are members/load of them).
+  std::array<double, 5> bytes_by_class(const Topology& topo, const std::vector<double>& per_class) const;
 };
 
 // How the groups of one kind of call exchange, which decides what the translation must preserve.

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace basp {
 namespace {
@@ -281,7 +283,23 @@ void Router::append_fabric(VertexId nic_s, VertexId nic_d, std::uint64_t salt, d
   latency_s += topo_.link(down).latency_s;
 }
 
+Router::Router(const Topology& topo, bool cluster_ranks) : Router(topo) {
+  if (!cluster_ranks || topo.cluster_ranks.empty()) return;
+  const int most = *std::max_element(topo.cluster_ranks.begin(), topo.cluster_ranks.end());
+  part_rank_.assign(std::size_t(most) + 1, -1);
+  for (std::size_t r = 0; r < topo.cluster_ranks.size(); ++r) part_rank_[topo.cluster_ranks[r]] = static_cast<int>(r);
+}
+
 RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
+  if (!part_rank_.empty()) {
+    auto local = [&](int rank) {
+      const int r = rank >= 0 && std::size_t(rank) < part_rank_.size() ? part_rank_[rank] : -1;
+      if (r < 0) throw std::logic_error("Router: rank " + std::to_string(rank) + " is not in the part");
+      return r;
+    };
+    src_rank = local(src_rank);
+    dst_rank = local(dst_rank);
+  }
   hops_.clear();
   double latency = 0.0;
   const Graph& g = topo_.graph;

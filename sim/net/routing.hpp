@@ -22,6 +22,9 @@ struct RouteView {
 class Router {
  public:
   explicit Router(const Topology& topo);
+  // On a part of a template (topo.cluster_ranks), `cluster_ranks` makes route() take the
+  // cluster's ranks, as the collectives and steps name them; a rank outside the part is a bug.
+  Router(const Topology& topo, bool cluster_ranks);
 
   // The route from rank src to rank dst. `salt` varies the hashed ECMP choice between flows of the
   // same pair (e.g. channels); the hash sees the cluster's ranks and vertex names, so a part of a
@@ -52,6 +55,7 @@ class Router {
   int sole_fabric_link(VertexId nic, bool outbound);  // the link id, or -1 when not exactly one
 
   const Topology& topo_;
+  std::vector<int> part_rank_;          // by cluster rank (cluster_ranks mode): the part's, or -1
   std::vector<double> cost_;            // routing cost by link id
   double settle_margin_ = 0.0;          // half the cheapest link's cost
   std::vector<int> domain_;             // scale-up domain of each vertex (-1: none)

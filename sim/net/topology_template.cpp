@@ -194,7 +194,10 @@ int nvlink_domain_of(const TopologyTemplate& t, int node) {
   return t.node.kind == NodeKind::nvswitch ? node / t.node.domain_nodes : node;
 }
 
-Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
+namespace {
+
+// What every build of a template (whole, part or skeleton) checks first. Throws InputError.
+void check_template(const TopologyTemplate& t) {
   const NodeTemplate& nt = t.node;
   auto bad = [&](const std::string& field, const std::string& what) {
     throw InputError(t.source, 0, field, what);
@@ -214,6 +217,13 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
                            " nodes: use single-switch, leaf-spine or rail");
   if (t.fabric.kind != FabricKind::none && nt.nics < 1)
     bad("node.nics.count", "a fabric needs at least one NIC per node");
+}
+
+}  // namespace
+
+Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
+  const NodeTemplate& nt = t.node;
+  check_template(t);
   // A malformed subset is a caller's mistake, not bad input.
   const std::vector<int>& ids = subset.nodes;
   if (ids.empty() || (!subset.weights.empty() && subset.weights.size() != ids.size()))
@@ -253,6 +263,7 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
 }
 
 std::optional<Topology> build_skeleton(const TopologyTemplate& t) {
+  check_template(t);
   if (t.node.kind == NodeKind::nvswitch && t.node.domain_nodes > 1) return std::nullopt;
   Topology topo;
   topo.name = t.name;

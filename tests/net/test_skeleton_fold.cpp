@@ -1,6 +1,7 @@
 // Symmetry classes found on a template's skeleton (its fabric and one stub per node) against the
 // search on the whole build: the same group, the same classes of fabric and NIC-port links, and
 // node links classed as their representative node's, on every shipped template with a skeleton.
+#include "collective_run.hpp"
 #include "collectives.hpp"
 #include "nccl_rings.hpp"
 #include "rank_fold.hpp"
@@ -9,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -158,4 +161,62 @@ TEST_CASE("skeleton: no symmetry on the skeleton where the whole build has none"
 TEST_CASE("skeleton: NVLink domains across nodes have none") {
   // System: GB200 NVL72 (18 trays share one NVLink domain). Expectation: no skeleton.
   CHECK_FALSE(build_skeleton(*file("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 18, .spines = 2}).templ));
+}
+
+namespace {
+
+bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-300}); }
+
+// A collective from the template file (classes on a part where possible) against the full engine on
+// the whole build, and against the classes engine on the whole build.
+int check_part_matrix(const TopologyFile& f) {
+  const Topology whole = build_topology(*f.templ);
+  const int ranks = static_cast<int>(whole.gpus.size());
+  ClusterBuilds cluster(f);
+  int on_parts = 0;
+  for (CollectiveOp op : {CollectiveOp::alltoall, CollectiveOp::allgather, CollectiveOp::reducescatter,
+                          CollectiveOp::allreduce, CollectiveOp::sendrecv})
+    for (int groups : {1, 2, 4, ranks / whole.gpus_per_node})
+      for (Placement p : {Placement::contiguous, Placement::strided}) {
+        if (groups < 1 || ranks % groups != 0) continue;
+        CollectiveSpec spec{.op = op, .size_bytes = 8 << 20, .groups = groups, .placement = p};
+        INFO(f.templ->name << " " << collective_info(op).name << ", " << groups << " groups, "
+                           << (p == Placement::strided ? "strided" : "contiguous"));
+        const CollectiveResult part = simulate_collective(cluster, spec);
+        const CollectiveResult classes = simulate_collective(whole, spec);
+        spec.engine = EngineMode::full;
+        const CollectiveResult full = simulate_collective(whole, spec);
+        CHECK(part.engine.engine == classes.engine.engine);
+        CHECK(part.engine.why == classes.engine.why);
+        CHECK(part.engine.rank_classes == classes.engine.rank_classes);
+        CHECK(part.engine.link_classes == classes.engine.link_classes);
+        CHECK(close(part.time_s, full.time_s));
+        CHECK(close(part.busbw_Bps, full.busbw_Bps));
+        CHECK(part.stats.flows == full.stats.flows);
+        CHECK(part.stats.events == full.stats.events);
+        CHECK(part.stats.solves == classes.stats.solves);
+        std::array<double, 5> by_class{};
+        for (int l = 0; l < whole.link_count(); ++l) by_class[int(whole.link(l).cls)] += full.link_bytes[l];
+        for (int c = 0; c < 5; ++c) CHECK(close(part.class_bytes[c], by_class[c]));
+        for (int c = 0; c < 5; ++c) CHECK(close(classes.class_bytes[c], by_class[c]));
+        on_parts += part.link_bytes.empty();
+      }
+  return on_parts;
+}
+
+}  // namespace
+
+TEST_CASE("parts: collectives on a part of a template equal the full engine on the whole build") {
+  // Systems: templates with a skeleton at sizes with several leaves, pods and spines, 1:1 and
+  // oversubscribed, PXN and spine cross-rail.
+  // Expectations: every op, group count and placement gives the full engine's time, bandwidth,
+  // flow and event counts and bytes per link class (1e-9), and the whole build's classes, with most
+  // runs on a part (no whole build).
+  CHECK(check_part_matrix(file("pcie-8gpu", {.nodes = 8, .nodes_per_leaf = 2})) > 0);
+  for (CrossRail rail : {CrossRail::pxn, CrossRail::spine}) {
+    CHECK(check_part_matrix(file("dgx-h100", {.nodes = 8, .nodes_per_leaf = 2, .spines = 2, .cross_rail = rail})) > 0);
+    CHECK(check_part_matrix(file("dgx-h100-3tier", {.nodes = 8, .nodes_per_leaf = 2, .spines = 2, .cross_rail = rail})) > 0);
+  }
+  CHECK(check_part_matrix(file("dgx-h100", {.nodes = 16, .oversubscription = 2.0, .nodes_per_leaf = 4, .spines = 2})) > 0);
+  CHECK(check_part_matrix(file("dgx-a100-superpod", {.nodes = 8, .nodes_per_leaf = 4, .spines = 2})) > 0);
 }

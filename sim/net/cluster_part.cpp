@@ -1,0 +1,157 @@
+// Carries a fold found on a template's skeleton to a part of the template: which nodes the part
+// needs, and each of its links' class and load.
+#include "cluster_part.hpp"
+
+#include <set>
+#include <stdexcept>
+#include <string>
+
+namespace basp {
+namespace {
+
+// Links by the node whose devices they touch (NIC ports included), fabric links apart; id order.
+struct LinksByNode {
+  std::vector<std::pair<int, std::vector<int>>> nodes;  // ascending node
+  std::vector<int> fabric;
+};
+
+LinksByNode links_by_node(const Topology& topo) {
+  std::vector<int> index;  // node -> position in `nodes`
+  LinksByNode out;
+  for (int l = 0; l < topo.link_count(); ++l) {
+    const int a = topo.vertex(topo.link(l).from).node, b = topo.vertex(topo.link(l).to).node;
+    const int node = a >= 0 ? a : b;
+    if (node < 0) {
+      out.fabric.push_back(l);
+      continue;
+    }
+    if (node >= static_cast<int>(index.size())) index.resize(node + 1, -1);
+    if (index[node] < 0) {
+      index[node] = static_cast<int>(out.nodes.size());
+      out.nodes.push_back({node, {}});
+    }
+    out.nodes[index[node]].second.push_back(l);
+  }
+  std::sort(out.nodes.begin(), out.nodes.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std::span<const TrafficGroups> traffic) {
+  std::set<int> nodes;
+  for (int r = 0; r < fold.period; ++r) nodes.insert(places.node_of(r));
+  for (const TrafficGroups& t : traffic) {
+    const auto& groups = *t.groups;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const auto& group = groups[g];
+      bool any = false;
+      for (int r : group) any = any || fold.represents(r);
+      if (t.traffic == GroupTraffic::all_pairs && (any || g == 0)) {
+        for (int r : group) nodes.insert(places.node_of(r));
+      } else if (any && t.traffic == GroupTraffic::successor) {
+        const std::size_t n = group.size();
+        for (std::size_t i = 0; i < n; ++i)
+          if (fold.represents(group[i])) {
+            nodes.insert(places.node_of(group[(i + 1) % n]));
+            nodes.insert(places.node_of(group[(i + n - 1) % n]));
+          }
+      } else if (any && t.traffic == GroupTraffic::nccl_rings) {
+        for (const RingEdge& e : nccl_rings(places, group).edges)
+          if (fold.represents(e.from) || fold.represents(e.to)) {
+            nodes.insert(places.node_of(e.from));
+            nodes.insert(places.node_of(e.to));
+          }
+      }
+    }
+  }
+  return {nodes.begin(), nodes.end()};
+}
+
+RankFold fold_on_part(const RankFold& on_skeleton, const Topology& skeleton, const Topology& part) {
+  auto bug = [](const std::string& what) { throw std::logic_error("fold_on_part: " + what); };
+  RankFold f = on_skeleton;
+  f.link_class.assign(part.link_count(), -1);
+  f.link_load.assign(part.link_count(), 1);
+  f.class_link.clear();
+  const LinksByNode mine = links_by_node(part), theirs = links_by_node(skeleton);
+  // A node's stub ports move freely with it: one translate of a hop each, as its other links.
+  for (const auto& [node, links] : theirs.nodes)
+    for (int l : links)
+      if (on_skeleton.link_load[l] != 1) bug("a NIC port of node " + std::to_string(node) + " is not moved freely");
+  const int step = on_skeleton.step_nodes;
+  if (static_cast<int>(mine.nodes.size()) < step) bug("the part lacks representative nodes");
+  for (int n = 0; n < step; ++n) {
+    if (mine.nodes[n].first != n) bug("the part lacks representative node " + std::to_string(n));
+    for (int l : mine.nodes[n].second) {
+      f.link_class[l] = static_cast<int>(f.class_link.size());
+      f.class_link.push_back(l);
+    }
+  }
+  // Both are built by the same fabric builder: its links come in the same order.
+  if (mine.fabric.size() != theirs.fabric.size()) bug("the part's fabric differs from the skeleton's");
+  std::vector<int> of_skeleton_class(on_skeleton.link_classes(), -1);
+  for (std::size_t i = 0; i < mine.fabric.size(); ++i) {
+    const int l = mine.fabric[i], s = theirs.fabric[i];
+    const Link &a = part.link(l), &b = skeleton.link(s);
+    if (part.vertex(a.from).name != skeleton.vertex(b.from).name || part.vertex(a.to).name != skeleton.vertex(b.to).name)
+      bug("fabric link " + std::to_string(l) + " is not the skeleton's");
+    int& c = of_skeleton_class[on_skeleton.link_class[s]];
+    if (c < 0) {
+      c = static_cast<int>(f.class_link.size());
+      f.class_link.push_back(l);
+    }
+    f.link_class[l] = c;
+    f.link_load[l] = on_skeleton.link_load[s];
+  }
+  for (std::size_t k = step; k < mine.nodes.size(); ++k) {
+    const auto& [node, links] = mine.nodes[k];
+    const std::vector<int>& rep = mine.nodes[node % step].second;
+    if (links.size() != rep.size()) bug("node " + std::to_string(node) + " is not built like its representative");
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      const Link &a = part.link(links[i]), &b = part.link(rep[i]);
+      if (a.capacity_Bps != b.capacity_Bps || a.latency_s != b.latency_s || a.cls != b.cls)
+        bug("node " + std::to_string(node) + " is not built like its representative");
+      f.link_class[links[i]] = f.link_class[rep[i]];
+    }
+  }
+  return f;
+}
+
+ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> adjust)
+    : file_(std::move(file)), adjust_(std::move(adjust)) {}
+
+int ClusterBuilds::gpus() const {
+  return file_.templ ? file_.templ->nodes * file_.templ->node.gpus : static_cast<int>(file_.explicit_topology.gpus.size());
+}
+
+const Topology& ClusterBuilds::whole() {
+  if (!whole_) {
+    whole_ = file_.templ ? build_topology(*file_.templ) : file_.explicit_topology;
+    if (adjust_) adjust_(*whole_);
+  }
+  return *whole_;
+}
+
+const Topology* ClusterBuilds::skeleton() {
+  if (!skeleton_tried_ && file_.templ) skeleton_ = build_skeleton(*file_.templ);
+  skeleton_tried_ = true;
+  return skeleton_ ? &*skeleton_ : nullptr;
+}
+
+std::optional<FoldedPart> fold_template(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton,
+                                        int ranks, std::span<const TrafficGroups> traffic,
+                                        const std::function<void(Topology&)>& adjust, MoveCache* cache) {
+  const RankPlaces places = rank_places(t);
+  FoldChoice found = choose_fold_on_skeleton(mode, skeleton, places, ranks, traffic, cache);
+  if (found.use.engine != "classes") return std::nullopt;
+  NodeSubset subset{part_nodes(found.fold, places, traffic), {}};
+  if (static_cast<int>(subset.nodes.size()) == t.nodes) return std::nullopt;
+  FoldedPart p{build_topology(t, subset), std::move(found)};
+  if (adjust) adjust(p.part);
+  p.choice.fold = fold_on_part(p.choice.fold, skeleton, p.part);
+  p.choice.use.link_classes = p.choice.fold.link_classes();
+  return p;
+}
+
+}  // namespace basp

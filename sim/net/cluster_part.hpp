@@ -1,0 +1,63 @@
+// A template cluster simulated without building it whole: its symmetry is found on its skeleton,
+// and the quotient runs on a part holding the representatives' nodes, the nodes their flows reach
+// and the whole fabric (docs/symmetry.md, "Parts"). Only the part has a vertex per device.
+#pragma once
+
+#include "nccl_rings.hpp"
+#include "rank_fold.hpp"
+#include "topology_file.hpp"
+#include "topology_template.hpp"
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace basp {
+
+// The nodes a quotient's flows and bounds touch: the representatives', every node of a group that
+// exchanges all pairs with a representative (and of the first group, which sizes the engine), the
+// nodes of NCCL ring edges into or out of a representative, and a representative's send/recv
+// neighbours. Ascending.
+std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std::span<const TrafficGroups> traffic);
+
+// The fold found on `skeleton` carried to `part` (a part of the same template holding the
+// representative nodes): a node's links are in the class of the same link of its representative
+// node and carry one hop each (moves of whole nodes map a node's devices in order); fabric links
+// keep their skeleton class and its load. Ranks stay the cluster's.
+RankFold fold_on_part(const RankFold& on_skeleton, const Topology& skeleton, const Topology& part);
+
+// A topology file and what has been built of it, for many runs on one cluster: the whole topology
+// only when asked for, the skeleton once, and the node moves derived on it.
+class ClusterBuilds {
+ public:
+  ClusterBuilds(TopologyFile file, std::function<void(Topology&)> adjust = {});
+  const TopologyFile& file() const { return file_; }
+  const std::function<void(Topology&)>& adjust() const { return adjust_; }
+  int gpus() const;
+  const Topology& whole();        // built and adjusted once
+  const Topology* skeleton();     // built once; null for explicit topologies and NVLink domains across nodes
+  MoveCache& skeleton_moves() { return moves_; }
+
+ private:
+  TopologyFile file_;
+  std::function<void(Topology&)> adjust_;
+  std::optional<Topology> whole_, skeleton_;
+  bool skeleton_tried_ = false;
+  MoveCache moves_;
+};
+
+struct FoldedPart {
+  Topology part;      // Router(part, true) routes the cluster's ranks on it
+  FoldChoice choice;  // classes over the part's links
+};
+
+// The class engine on a part: nullopt where the skeleton search finds no classes, or the part would
+// hold every node; the caller then builds the whole topology and searches it (same answer: tests).
+// `adjust` is applied to the part before the fold reads its capacities (a calibration). Throws as
+// choose_fold does when classes are demanded and none exists.
+std::optional<FoldedPart> fold_template(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton,
+                                        int ranks, std::span<const TrafficGroups> traffic,
+                                        const std::function<void(Topology&)>& adjust, MoveCache* cache = nullptr);
+
+}  // namespace basp
