@@ -86,23 +86,6 @@ nlohmann::ordered_json row_json(const CollectiveArgs& a, const Topology& topo, c
           {"wall_s", r.wall_s}};
 }
 
-// What the report says about the cluster, without building it: a template's facts, or the
-// explicit topology; software costs as calibrated.
-Topology cluster_facts(ClusterBuilds& cluster, const Calibration& cal) {
-  if (!cluster.file().templ) return cluster.whole();
-  const TopologyTemplate& t = *cluster.file().templ;
-  Topology facts;
-  facts.name = t.name;
-  facts.gpu_kind = t.gpu_kind;
-  facts.nodes = t.nodes;
-  facts.gpus_per_node = t.node.gpus;
-  facts.routing = t.routing;
-  facts.software = t.software;
-  apply_calibration(facts, cal);  // no links: the software costs only
-  facts.calibration = cal.name;
-  return facts;
-}
-
 int run_collective(const CollectiveArgs& a) {
   TopologyFile file = a.topo.read();
   // The topology's own calibration unless told otherwise, as `basp simulate` uses it.
@@ -113,8 +96,9 @@ int run_collective(const CollectiveArgs& a) {
     apply_calibration(t, cal);
     t.calibration = cal.name;  // from here on: the one applied
   });
-  const Topology topo = cluster_facts(cluster, cal);
-  const int gpus = cluster.gpus();
+  const Topology& topo = cluster.sample();  // names, routing, software: the cluster's
+  const int gpus = cluster.gpus(), nodes = cluster.nodes();
+  MoveCache moves;  // node moves found on the skeleton, for every row
   const auto op = parse_collective_op(a.op);
   CollectiveSpec spec;
   spec.op = *op;  // CLI11 checked membership
@@ -126,7 +110,7 @@ int run_collective(const CollectiveArgs& a) {
     for (int g : a.groups) {
       spec.size_bytes = size;
       spec.groups = g;
-      Row row{simulate_collective(cluster, spec), size, 0.0};
+      Row row{simulate_collective(cluster, spec, &moves), size, 0.0};
       row.nic_bytes = row.r.class_bytes[static_cast<int>(LinkClass::nic)];
       rows.push_back(std::move(row));
     }
@@ -155,7 +139,7 @@ int run_collective(const CollectiveArgs& a) {
     return 0;
   }
   std::printf("# basp collective: %s on %s (%d GPUs: %d nodes x %d, GPU %s), %s placement\n", a.op.c_str(),
-              topo.name.c_str(), gpus, topo.nodes, topo.gpus_per_node,
+              topo.name.c_str(), gpus, nodes, topo.gpus_per_node,
               topo.gpu_kind.c_str(), a.placement.c_str());
   std::printf("# calibration %s (link capacities below are effective ones)\n", cal.name.c_str());
   std::printf("# routing: ecmp %s, cross-rail %s; software: launch %s, per peer %s\n",

@@ -132,7 +132,7 @@ nlohmann::ordered_json plan_json(const PlanArgs& a, const PlanReport& r, const P
 std::string plan_svg(const PlanReport& r, const std::vector<Strategy>& strategies) {
   const StepReport& rep = r.setup.report;
   const std::string job = rep.model.name + ", " + std::to_string(rep.config.seq) + " tokens, " +
-                          std::to_string(r.gpus) + " GPUs on " + rep.topology.name;
+                          std::to_string(r.gpus) + " GPUs on " + rep.topology().name;
   Chart by_sp{"Best plan per SP degree: " + job, "SP degree N (ranks per sequence group)", "tokens/s", true, {}, {}};
   Chart front{"Throughput against memory per GPU (" + std::to_string(r.plans.size()) + " simulated plans)",
               "memory per GPU (GiB)", "tokens/s", false, {}, {}};
@@ -197,7 +197,7 @@ int run_plan(const PlanArgs& a) {
 
   if (a.format.format() == Format::json) {
     nlohmann::ordered_json j;
-    j["config"] = {{"topology", rep.topology.name}, {"gpus", r.gpus}, {"nodes", rep.topology.nodes},
+    j["config"] = {{"topology", rep.topology().name}, {"gpus", r.gpus}, {"nodes", rep.nodes()},
                    {"gpu", rep.gpu_kind}, {"model", rep.model.name}, {"seq", q.job.seq},
                    {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
                    {"calibration", rep.config.calibration}, {"strategies", a.strategies}};
@@ -245,7 +245,7 @@ int run_plan(const PlanArgs& a) {
   std::printf("# plan: %s, %ld tokens per sequence, %ld sequences per optimizer step\n", rep.model.name.c_str(),
               q.job.seq, q.global_batch);
   std::printf("# on %s: %d GPUs (%d nodes x %d %s), memory limit %s per GPU, calibration %s\n",
-              rep.topology.name.c_str(), r.gpus, rep.topology.nodes, rep.topology.gpus_per_node, rep.gpu_kind.c_str(),
+              rep.topology().name.c_str(), r.gpus, rep.nodes(), rep.topology().gpus_per_node, rep.gpu_kind.c_str(),
               format_bytes(r.memory_limit_bytes).c_str(), rep.config.calibration.c_str());
   std::printf("# %d layouts: %zu simulated, %d not (", r.enumerated, r.plans.size(), pruned);
   bool first = true;

@@ -93,8 +93,8 @@ std::string describe_config(const StepReport& r) {
                 "# %s on %s: %d of %zu GPUs (%d nodes x %d %s), calibration %s\n"
                 "# sequence %ld tokens, micro-batch %d per SP group, SP N=%d, DP %d, ZeRO-%d over %d ranks%s, "
                 "bf16, %s\n",
-                r.model.name.c_str(), r.topology.name.c_str(), c.gpus, r.topology.gpus.size(), r.topology.nodes,
-                r.topology.gpus_per_node, r.gpu_kind.c_str(), r.calibration.name.c_str(), c.seq, c.batch, c.sp,
+                r.model.name.c_str(), r.topology().name.c_str(), c.gpus, r.gpus(), r.nodes(),
+                r.topology().gpus_per_node, r.gpu_kind.c_str(), r.calibration.name.c_str(), c.seq, c.batch, c.sp,
                 c.gpus / c.sp, c.zero, c.zero == 0 ? c.gpus : c.zero_group,
                 c.zero > 0 && c.zero_group != c.gpus ? " (replicated across groups)" : "",
                 c.checkpointing ? "full activation checkpointing" : "no activation checkpointing");

@@ -22,10 +22,6 @@ std::string strategy_shape(const StrategyResult& r) {
   return buf;
 }
 
-std::string link_name(const Topology& t, int id) {
-  const Link& l = t.link(id);
-  return t.vertex(l.from).name + " -> " + t.vertex(l.to).name;
-}
 
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -69,11 +65,11 @@ nlohmann::ordered_json config_json(const StepReport& r) {
     if (lc.latency_s) j["latency_s"] = *lc.latency_s;
     links[std::string(to_string(static_cast<LinkClass>(cls)))] = j;
   }
-  return {{"topology", r.topology.name},
-          {"topology_file", r.topology.source},
+  return {{"topology", r.topology().name},
+          {"topology_file", r.topology().source},
           {"gpu", r.gpu_kind},
-          {"nodes", r.topology.nodes},
-          {"gpus_per_node", r.topology.gpus_per_node},
+          {"nodes", r.nodes()},
+          {"gpus_per_node", r.topology().gpus_per_node},
           {"model", r.model.name},
           {"model_file", r.model.source},
           {"seq", c.seq},
@@ -97,8 +93,8 @@ nlohmann::ordered_json config_json(const StepReport& r) {
            {{"name", cal.name},
             {"file", cal.source},
             {"links", links},
-            {"launch_overhead_s", r.topology.software.launch_s},
-            {"per_peer_overhead_s", r.topology.software.per_peer_s},
+            {"launch_overhead_s", r.topology().software.launch_s},
+            {"per_peer_overhead_s", r.topology().software.per_peer_s},
             {"compute_efficiency",
              {{"gemm", cal.compute.gemm},
               {"attention_forward", cal.compute.attention_forward},
@@ -151,9 +147,10 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
   if (links) {
     j["busiest_links"] = nlohmann::json::array();
     for (const LinkUse& u : r.busiest_links)
-      j["busiest_links"].push_back({{"link", u.link},
-                                    {"name", link_name(rep.topology, u.link)},
-                                    {"class", std::string(to_string(rep.topology.link(u.link).cls))},
+      j["busiest_links"].push_back({{"link", u.link >= 0 ? nlohmann::ordered_json(u.link) : nullptr},
+                                    {"name", u.name},
+                                    {"class", std::string(to_string(u.cls))},
+                                    {"links", u.links},
                                     {"bytes", u.bytes},
                                     {"utilization", u.utilization}});
   }
@@ -172,7 +169,7 @@ std::string csv_row(const StepReport& rep, const StrategyResult& r) {
   std::snprintf(buf, sizeof buf,
                 "%s,%s,%s,%d,%d,%ld,%d,%d,%d,%d,%d,%d,%.17g,%ld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%d,%.17g,"
                 "%.17g,",
-                std::string(to_string(r.strategy)).c_str(), rep.topology.name.c_str(), rep.model.name.c_str(), c.gpus,
+                std::string(to_string(r.strategy)).c_str(), rep.topology().name.c_str(), rep.model.name.c_str(), c.gpus,
                 c.sp, c.seq, c.batch, c.zero, c.zero_group, int(c.checkpointing), r.layout.a2a_size, r.layout.ring_size,
                 r.step_s, c.accumulation, r.global_batch_s, r.compute_s, r.a2a_s, r.a2a_exposed_s, r.a2a_share, r.zero_comm_s, r.zero_exposed_s,
                 r.memory.total(), int(r.fits), r.tokens_per_s, r.mfu);
@@ -225,10 +222,9 @@ void print_table(const StepReport& rep, bool links) {
                   std::string(to_string(r.strategy)).c_str());
       std::printf("#   %-44s %-7s %12s %12s %6s\n", "link", "class", "capacity", "bytes", "util");
       for (const LinkUse& u : r.busiest_links)
-        std::printf("#   %-44s %-7s %12s %12s %5.1f%%\n", link_name(rep.topology, u.link).c_str(),
-                    std::string(to_string(rep.topology.link(u.link).cls)).c_str(),
-                    format_bandwidth(rep.topology.link(u.link).capacity_Bps).c_str(), format_bytes(u.bytes).c_str(),
-                    u.utilization * 100);
+        std::printf("#   %-44s %-7s %12s %12s %5.1f%%%s\n", u.name.c_str(), std::string(to_string(u.cls)).c_str(),
+                    format_bandwidth(u.capacity_Bps).c_str(), format_bytes(u.bytes).c_str(), u.utilization * 100,
+                    u.links > 1 ? ("  (one of " + std::to_string(u.links) + " links alike)").c_str() : "");
     }
   for (const StrategyResult& r : rep.results)
     if (r.layers_simulated < rep.model.layers)

@@ -119,25 +119,30 @@ RankFold fold_on_part(const RankFold& on_skeleton, const Topology& skeleton, con
 }
 
 ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> adjust)
-    : file_(std::move(file)), adjust_(std::move(adjust)) {}
+    : file_(std::move(file)), adjust_(std::move(adjust)) {
+  if (!file_.templ) return;
+  const TopologyTemplate& t = *file_.templ;
+  skeleton_ = build_skeleton(t);
+  if (!skeleton_ || t.nodes < 2) return;
+  sample_ = build_topology(t, NodeSubset{{0}, {}});
+  if (adjust_) adjust_(*sample_);
+}
 
 int ClusterBuilds::gpus() const {
   return file_.templ ? file_.templ->nodes * file_.templ->node.gpus : static_cast<int>(file_.explicit_topology.gpus.size());
 }
 
-const Topology& ClusterBuilds::whole() {
-  if (!whole_) {
+int ClusterBuilds::nodes() const { return file_.templ ? file_.templ->nodes : file_.explicit_topology.nodes; }
+
+const Topology& ClusterBuilds::whole() const {
+  std::call_once(whole_once_, [&] {
     whole_ = file_.templ ? build_topology(*file_.templ) : file_.explicit_topology;
     if (adjust_) adjust_(*whole_);
-  }
+  });
   return *whole_;
 }
 
-const Topology* ClusterBuilds::skeleton() {
-  if (!skeleton_tried_ && file_.templ) skeleton_ = build_skeleton(*file_.templ);
-  skeleton_tried_ = true;
-  return skeleton_ ? &*skeleton_ : nullptr;
-}
+const Topology& ClusterBuilds::sample() const { return sample_ ? *sample_ : whole(); }
 
 std::optional<FoldedPart> fold_template(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton,
                                         int ranks, std::span<const TrafficGroups> traffic,

@@ -9,6 +9,7 @@
 #include "topology_template.hpp"
 
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
@@ -27,24 +28,27 @@ std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std:
 // keep their skeleton class and its load. Ranks stay the cluster's.
 RankFold fold_on_part(const RankFold& on_skeleton, const Topology& skeleton, const Topology& part);
 
-// A topology file and what has been built of it, for many runs on one cluster: the whole topology
-// only when asked for, the skeleton once, and the node moves derived on it.
+// A topology file and what has been built of it, for many runs on one cluster: the skeleton
+// (built at once), a sample, and the whole topology only when asked for (once; thread-safe).
 class ClusterBuilds {
  public:
   ClusterBuilds(TopologyFile file, std::function<void(Topology&)> adjust = {});
   const TopologyFile& file() const { return file_; }
   const std::function<void(Topology&)>& adjust() const { return adjust_; }
   int gpus() const;
-  const Topology& whole();        // built and adjusted once
-  const Topology* skeleton();     // built once; null for explicit topologies and NVLink domains across nodes
-  MoveCache& skeleton_moves() { return moves_; }
+  int nodes() const;
+  const Topology& whole() const;                      // built and adjusted once
+  const Topology* skeleton() const { return skeleton_ ? &*skeleton_ : nullptr; }  // null: none
+  // What describes the cluster without building it: for a template with a skeleton, node 0's
+  // NVLink domain with the whole fabric (adjusted; every node is built alike), else the whole.
+  const Topology& sample() const;
 
  private:
   TopologyFile file_;
   std::function<void(Topology&)> adjust_;
-  std::optional<Topology> whole_, skeleton_;
-  bool skeleton_tried_ = false;
-  MoveCache moves_;
+  std::optional<Topology> skeleton_, sample_;
+  mutable std::once_flag whole_once_;
+  mutable std::optional<Topology> whole_;
 };
 
 struct FoldedPart {

@@ -65,7 +65,7 @@ CollectiveResult simulate_collective(const Topology& topo, const CollectiveSpec&
   return run_call(topo, spec, std::move(call), choice, true, t0);
 }
 
-CollectiveResult simulate_collective(ClusterBuilds& cluster, const CollectiveSpec& spec) {
+CollectiveResult simulate_collective(const ClusterBuilds& cluster, const CollectiveSpec& spec, MoveCache* moves) {
   const Topology* skeleton = spec.engine == EngineMode::full ? nullptr : cluster.skeleton();
   if (skeleton) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -74,7 +74,7 @@ CollectiveResult simulate_collective(ClusterBuilds& cluster, const CollectiveSpe
     if (call.ranks == gpus) {
       const TrafficGroups described[] = {{&call.groups, call.traffic}};
       std::optional<FoldedPart> p = fold_template(spec.engine, *cluster.file().templ, *skeleton, call.ranks,
-                                                  described, cluster.adjust(), &cluster.skeleton_moves());
+                                                  described, cluster.adjust(), moves);
       if (p) return run_call(p->part, spec, std::move(call), p->choice, false, t0);
     }
   }

@@ -39,6 +39,6 @@ struct CollectiveResult {
 CollectiveResult simulate_collective(const Topology& topo, const CollectiveSpec& spec);
 // The same on a cluster given by its file: a template's class engine runs on a part of it
 // (cluster_part.hpp), never building it whole; where classes are not used, on the whole topology.
-CollectiveResult simulate_collective(ClusterBuilds& cluster, const CollectiveSpec& spec);
+CollectiveResult simulate_collective(const ClusterBuilds& cluster, const CollectiveSpec& spec, MoveCache* moves = nullptr);
 
 }  // namespace basp

@@ -209,9 +209,9 @@ void within_memory(int threads, const std::vector<double>& need, double budget,
 std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetup& setup, int gpus,
                                            double memory_limit_bytes, std::map<std::string, int>& pruned) {
   const StepReport& rep = setup.report;
-  const int per_node = rep.topology.gpus_per_node;
+  const int per_node = rep.topology().gpus_per_node;
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
-  const double gpu_out_Bps = max_gpu_out_Bps(rep.topology);
+  const double gpu_out_Bps = max_gpu_out_Bps(rep.topology());
   std::vector<PlanCandidate> out;
   std::set<std::string> seen;
   for (Strategy s : q.strategies)
@@ -249,7 +249,7 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
           with.accumulation = accumulation;
           out.push_back({s, with, memory,
                          global_batch_bound_s(cost, layout, ZeroPlan{stage, group}, checkpointing, rep.model.layers,
-                                              rep.topology.software, gpu_out_Bps, accumulation)});
+                                              rep.topology().software, gpu_out_Bps, accumulation)});
         }
     }
   return out;
@@ -263,7 +263,7 @@ PlanReport plan(const PlanQuestion& q) {
   r.setup = prepare_step(q.job);
   const StepReport& rep = r.setup.report;
   StepConfig job = q.job;
-  resolve_job(job, rep.topology);
+  resolve_job(job, rep);
   r.gpus = job.gpus;
   r.memory_limit_bytes = q.memory_limit_bytes > 0 ? q.memory_limit_bytes : r.setup.gpu->hbm_bytes;
 
@@ -326,7 +326,7 @@ PlanReport plan(const PlanQuestion& q) {
   auto graph_key = [&](const PlanCandidate& c) {
     StepConfig same = c.config;
     if (same.zero == 2) same.zero = 1;
-    const Layout l = make_layout(same, rep.model, c.strategy, r.gpus, rep.topology.gpus_per_node);
+    const Layout l = make_layout(same, rep.model, c.strategy, r.gpus, rep.topology().gpus_per_node);
     return layout_key(l, same);
   };
   std::map<std::string, std::size_t> simulated_graph;  // step graph -> the layout simulated for it

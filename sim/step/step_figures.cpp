@@ -127,6 +127,16 @@ StepTimes step_times(const Engine& engine, const StepTasks& tasks, int layers, i
   return t;
 }
 
+namespace {
+
+LinkUse link_use(const Topology& topo, int id, double bytes, double step_s) {
+  const Link& l = topo.link(id);
+  return {id, topo.vertex(l.from).name + " -> " + topo.vertex(l.to).name, l.cls, l.capacity_Bps, bytes,
+          step_s > 0 ? bytes / (l.capacity_Bps * step_s) : 0, 1};
+}
+
+}  // namespace
+
 std::vector<LinkUse> busiest_links(const Topology& topo, const std::vector<double>& bytes, int count, double step_s) {
   std::vector<int> ids(bytes.size());
   std::iota(ids.begin(), ids.end(), 0);
@@ -135,8 +145,29 @@ std::vector<LinkUse> busiest_links(const Topology& topo, const std::vector<doubl
     return bytes[a] != bytes[b] ? bytes[a] > bytes[b] : a < b;
   });
   std::vector<LinkUse> out;
-  for (std::size_t i = 0; i < n && bytes[ids[i]] > 0; ++i)
-    out.push_back({ids[i], bytes[ids[i]], step_s > 0 ? bytes[ids[i]] / (topo.link(ids[i]).capacity_Bps * step_s) : 0});
+  for (std::size_t i = 0; i < n && bytes[ids[i]] > 0; ++i) out.push_back(link_use(topo, ids[i], bytes[ids[i]], step_s));
+  return out;
+}
+
+std::vector<LinkUse> busiest_link_classes(const Topology& part, const RankFold& fold,
+                                          const std::vector<double>& per_class, int count, double step_s) {
+  // A class's links each carry its engine bytes times their load (translates of a hop).
+  std::vector<double> each(per_class.size());
+  for (std::size_t c = 0; c < each.size(); ++c) each[c] = per_class[c] * fold.link_load[fold.topology_link(int(c))];
+  std::vector<int> ids(each.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  const std::size_t n = std::min<std::size_t>(std::max(count, 0), ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int a, int b) {
+    return each[a] != each[b] ? each[a] > each[b] : a < b;
+  });
+  std::vector<LinkUse> out;
+  for (std::size_t i = 0; i < n && each[ids[i]] > 0; ++i) {
+    const int link = fold.topology_link(ids[i]);
+    LinkUse u = link_use(part, link, each[ids[i]], step_s);
+    u.link = -1;
+    u.links = fold.members() / fold.link_load[link];
+    out.push_back(std::move(u));
+  }
   return out;
 }
 

@@ -3,10 +3,12 @@
 #pragma once
 
 #include "engine.hpp"
+#include "rank_fold.hpp"
 #include "step_graph.hpp"
 #include "topology.hpp"
 
 #include <array>
+#include <string>
 #include <vector>
 
 namespace basp {
@@ -25,14 +27,22 @@ struct StepTimes {
 StepTimes step_times(const Engine& engine, const StepTasks& tasks, int layers, int window);
 
 struct LinkUse {
-  int link = 0;
+  int link = -1;           // link id on the whole topology; -1 when a part of it was simulated
+  std::string name;        // "from -> to", the cluster's vertex names
+  LinkClass cls = LinkClass::fabric;
+  double capacity_Bps = 0;
   double bytes = 0;        // over the step
   double utilization = 0;  // bytes / (capacity · step time)
+  long links = 1;          // links of the cluster carrying exactly this (a class, on a part)
 };
 
 // The `count` links that carried most bytes, most first (ties: lower id first), idle links left out.
 std::vector<LinkUse> busiest_links(const Topology& topo, const std::vector<double>& link_bytes, int count,
                                    double step_s);
+// The same on a part of a template (cluster_part.hpp), by link class: the `count` classes whose links
+// carried most bytes each (ties: lower class first), each named by its representative on the part.
+std::vector<LinkUse> busiest_link_classes(const Topology& part, const RankFold& fold,
+                                          const std::vector<double>& per_class, int count, double step_s);
 // Bytes carried per LinkClass.
 std::array<double, 5> bytes_per_link_class(const Topology& topo, const std::vector<double>& link_bytes);
 

@@ -19,7 +19,7 @@ namespace basp {
 namespace {
 
 struct Run {
-  const Topology& topo;
+  const ClusterBuilds& cluster;
   const ModelSpec& model;
   const GpuKind& gpu;
   const CostModel& cost;
@@ -27,6 +27,7 @@ struct Run {
   const ZeroPlan& zero;
   const StepOptions& options;
   RunCache& cache;  // node moves, folds and routes, derived once for all strategies
+  bool parts;       // a template may run on parts of it (not when tracing: traces name whole-cluster links)
 };
 
 // Transformer layers to build: all of them, the configured window, or the smallest window that
@@ -34,7 +35,7 @@ struct Run {
 int layers_to_simulate(const Run& run, const Layout& layout, const RankFold& fold) {
   const int layers = run.model.layers;
   if (run.config.layers_simulated > 0) return std::min(layers, std::max(run.config.layers_simulated, 5));
-  const double per_layer = flows_per_layer(layout, run.config.checkpointing, run.topo) / fold.members();
+  const double per_layer = flows_per_layer(layout, run.config.checkpointing, run.cluster.sample()) / fold.members();
   if (per_layer * layers > run.config.flow_budget)
     return std::min(layers, std::max(5, static_cast<int>(run.config.flow_budget / per_layer)));
   return layers;
@@ -45,16 +46,17 @@ struct StrategyGraph {
   Layout layout;
   StepCosts costs;
   ZeroGroups groups;
-  const FoldChoice& choice;
+  RunCache::Network net;
 };
 
 StrategyGraph strategy_graph(const Run& run, Strategy strategy) {
   const int ranks = run.config.gpus;
-  Layout layout = make_layout(run.config, run.model, strategy, ranks, run.topo.gpus_per_node);
+  Layout layout = make_layout(run.config, run.model, strategy, ranks, run.cluster.sample().gpus_per_node);
   StepCosts costs = step_costs(run.cost, layout, run.zero);
   ZeroGroups groups = zero_groups(ranks, run.zero);
-  const FoldChoice& choice = run.cache.fold(run.config.engine, run.topo, ranks, step_traffic(layout, groups));
-  return {std::move(layout), costs, std::move(groups), choice};
+  const RunCache::Network net =
+      run.cache.network(run.config.engine, run.cluster, ranks, step_traffic(layout, groups), run.parts);
+  return {std::move(layout), costs, std::move(groups), net};
 }
 
 // Builds one strategy's step graph on its own engine, runs it and reduces it to the report's figures.
@@ -65,16 +67,17 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   StrategyResult res;
   res.strategy = strategy;
   res.layout = g.layout;
-  const RankFold& fold = g.choice.fold;
-  res.engine = g.choice.use;
+  const Topology& net = g.net.topo;
+  const RankFold& fold = g.net.choice.fold;
+  res.engine = g.net.choice.use;
   res.layers_simulated = layers_to_simulate(run, res.layout, fold);
-  Engine engine(fold.quotient_capacities(link_capacities(run.topo)));
-  Router& router = run.cache.router(run.topo);
-  const StepTasks tasks = build_step(engine, router, run.topo, fold, res.layout, g.costs, run.model,
+  Engine engine(fold.quotient_capacities(link_capacities(net)));
+  Router& router = run.cache.router(g.net);
+  const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
                                      run.config.checkpointing, run.zero, g.groups, res.layers_simulated);
   if (trace) {  // the representative of each of the busiest links' classes
     std::vector<int> ids;
-    for (const LinkUse& u : busiest_links(run.topo, fold.expand_links(engine.link_bytes()),
+    for (const LinkUse& u : busiest_links(net, fold.expand_links(engine.link_bytes()),
                                           std::max(run.options.busiest_links, 16), 0.0))
       ids.push_back(fold.engine_link(u.link));
     std::sort(ids.begin(), ids.end());
@@ -83,7 +86,6 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   }
   res.stats = fold.expand_stats(engine.run());
   res.engine_bytes = double(engine.memory_bytes());
-  const std::vector<double> link_bytes = fold.expand_links(engine.link_bytes());
 
   const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated);
   res.step_s = times.step_s;
@@ -101,11 +103,17 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.mfu = micro_steps * g.costs.model_flops / (res.global_batch_s * run.gpu.peak_bf16_flops);
   res.memory = memory_per_gpu(run.model, res.layout, run.zero, run.config.checkpointing);
   res.fits = res.memory.total() <= run.gpu.hbm_bytes;
-  res.busiest_links = busiest_links(run.topo, link_bytes, run.options.busiest_links, res.stats.end_s);
-  res.class_bytes = bytes_per_link_class(run.topo, link_bytes);
+  if (!net.cluster_ranks.empty()) {  // a part: links by class, bytes per class over the cluster
+    res.busiest_links = busiest_link_classes(net, fold, engine.link_bytes(), run.options.busiest_links, res.stats.end_s);
+    res.class_bytes = fold.bytes_by_class(net, engine.link_bytes());
+  } else {
+    const std::vector<double> link_bytes = fold.expand_links(engine.link_bytes());
+    res.busiest_links = busiest_links(net, link_bytes, run.options.busiest_links, res.stats.end_s);
+    res.class_bytes = bytes_per_link_class(net, link_bytes);
+  }
   if (trace) {
     const int traced = run.options.trace_ranks > 0 ? std::min(run.options.trace_ranks, ranks) : ranks;
-    trace->add_run(to_string(strategy), run_index, run.topo, engine, tasks, traced, fold);
+    trace->add_run(to_string(strategy), run_index, net, engine, tasks, traced, fold);
   }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
@@ -119,18 +127,19 @@ StepSetup prepare(const StepConfig& in, const Calibration* given) {
   StepReport& rep = setup.report;
   rep.config = in;
   StepConfig& c = rep.config;
-  rep.topology = load_topology(in.topology, in.overrides, gpu_kind_names());
+  TopologyFile file = read_topology_file(in.topology, in.overrides, gpu_kind_names());
+  const std::string own = file.templ ? file.templ->calibration : file.explicit_topology.calibration;
   if (given) {
     rep.calibration = *given;
     c.calibration = given->name;
   } else {
-    if (c.calibration.empty())
-      c.calibration = rep.topology.calibration.empty() ? "none" : rep.topology.calibration;
+    if (c.calibration.empty()) c.calibration = own.empty() ? "none" : own;
     rep.calibration = load_calibration(c.calibration);
   }
-  apply_calibration(rep.topology, rep.calibration);
+  rep.cluster = std::make_shared<const ClusterBuilds>(
+      std::move(file), [cal = rep.calibration](Topology& t) { apply_calibration(t, cal); });
   rep.model = load_model(in.model);
-  rep.gpu_kind = rep.topology.gpu_kind;
+  rep.gpu_kind = rep.topology().gpu_kind;
   setup.gpu = lookup_gpu_kind(rep.gpu_kind);
   return setup;
 }
@@ -139,14 +148,14 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   StepSetup setup = prepare(in, given);
   StepReport& rep = setup.report;
   StepConfig& c = rep.config;
-  resolve_job(c, rep.topology);
+  resolve_job(c, rep);
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   RunCache cache;
-  const Run run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, cache};
+  const Run run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, options.trace == nullptr};
 
   // Every layout is checked before anything is simulated, so bad input fails fast.
-  for (Strategy s : c.strategies) make_layout(c, rep.model, s, c.gpus, rep.topology.gpus_per_node);
+  for (Strategy s : c.strategies) make_layout(c, rep.model, s, c.gpus, rep.topology().gpus_per_node);
   std::optional<TraceWriter> trace;
   if (options.trace) trace.emplace(*options.trace);
   std::optional<double> ulysses_step;
@@ -181,8 +190,9 @@ StepReport simulate_step(const StepConfig& in, const Calibration& calibration, c
 
 StepSetup prepare_step(const StepConfig& config) { return prepare(config, nullptr); }
 
-void resolve_job(StepConfig& c, const Topology& topo) {
-  const int available = static_cast<int>(topo.gpus.size());
+void resolve_job(StepConfig& c, const StepReport& cluster) {
+  const Topology& topo = cluster.topology();
+  const int available = cluster.gpus();
   if (c.gpus == 0) c.gpus = available;
   if (c.gpus < 1 || c.gpus > available)
     throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + topo.name + " has " +
@@ -207,12 +217,12 @@ namespace {
 template <class Job>
 auto on_setup(const StepSetup& setup, const StepConfig& config, RunCache& cache, Job job) {
   StepConfig c = config;
-  resolve_job(c, setup.report.topology);
+  resolve_job(c, setup.report);
   const StepReport& rep = setup.report;
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   const StepOptions options;
-  return job(Run{rep.topology, rep.model, *setup.gpu, cost, c, zero, options, cache});
+  return job(Run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, true});
 }
 
 }  // namespace
@@ -225,7 +235,7 @@ StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& confi
 double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache) {
   return on_setup(setup, config, cache, [&](const Run& run) {
     const StrategyGraph g = strategy_graph(run, strategy);
-    Router& router = run.cache.router(run.topo);
+    Router& router = run.cache.router(g.net);
     CallBounds bounds;
     // Each rank finishes no earlier than its own chain; the first build finds the calls. The
     // simulation merges events within 1e-9 relative of each other, which may end it that much
@@ -236,7 +246,7 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
     auto chain = [&](int rank_class) {
       bounds.select(rank_class);
       Engine engine({});
-      const StepTasks tasks = build_step(engine, router, run.topo, g.choice.fold, g.layout, g.costs, run.model,
+      const StepTasks tasks = build_step(engine, router, g.net.topo, g.net.choice.fold, g.layout, g.costs, run.model,
                                          run.config.checkpointing, run.zero, g.groups, run.model.layers, &bounds);
       end = std::max(end, engine.longest_path_s());
       gradients = std::max(gradients, engine.ready_time(tasks.optimizer[0]));
@@ -252,7 +262,7 @@ double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config,
                                RunCache& cache) {
   return on_setup(setup, config, cache, [&](const Run& run) {
     const StrategyGraph g = strategy_graph(run, strategy);
-    const RankFold& fold = g.choice.fold;
+    const RankFold& fold = g.net.choice.fold;
     const Layout& l = g.layout;
     const double modules = layers_to_simulate(run, l, fold) + 3;  // layers, embedding, head, optimizer
     // Flows per module of the quotient: the exchanges', and the ZeRO calls' NCCL ring edges (a
@@ -265,28 +275,29 @@ double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config,
     // arrays grown by doubling): 220-250 B for all-to-all and ZeRO flows, 360-390 B for ring sends
     // (each behind a chain of compute blocks); compute tasks per rank and module on top.
     const double bytes = modules * ((280 * (a2a + zero) + 450 * ring) / fold.members() + 2048.0 * fold.classes());
-    const int links = fold.folded() ? fold.link_classes() : run.topo.link_count();
+    const int links = fold.folded() ? fold.link_classes() : g.net.topo.link_count();
     return bytes + 64.0 * links;
   });
 }
 
-Router& RunCache::router(const Topology& topo) {
-  if (routed_ != &topo || !router_) {
-    router_ = std::make_unique<Router>(topo);
-    routed_ = &topo;
+Router& RunCache::router(const Network& net) {
+  if (routed_ != net.id || !router_) {
+    router_ = std::make_unique<Router>(net.topo, true);
+    routed_ = net.id;
   }
   return *router_;
 }
 
-const FoldChoice& RunCache::fold(EngineMode mode, const Topology& topo, int ranks,
-                                 std::span<const TrafficGroups> traffic) {
-  constexpr std::size_t kept = 4;  // folds hold a class per link: a few patterns only
-  if (folded_ != &topo) {
+RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluster, int ranks,
+                                    std::span<const TrafficGroups> traffic, bool parts) {
+  constexpr std::size_t kept = 4;  // folds hold a class per link, parts a fabric: a few patterns only
+  if (cluster_ != &cluster) {
     patterns_.clear();
-    folded_ = &topo;
+    cluster_ = &cluster;
   }
+  auto found = [&](const Pattern& p) { return Network{p.part ? *p.part : cluster.whole(), p.choice, p.id}; };
   auto same = [&](const Pattern& p) {
-    if (p.mode != mode || p.ranks != ranks || p.traffic.size() != traffic.size()) return false;
+    if (p.mode != mode || p.ranks != ranks || p.parts != parts || p.traffic.size() != traffic.size()) return false;
     for (std::size_t t = 0; t < traffic.size(); ++t)
       if (p.traffic[t].first != traffic[t].traffic || p.traffic[t].second != *traffic[t].groups) return false;
     return true;
@@ -294,13 +305,23 @@ const FoldChoice& RunCache::fold(EngineMode mode, const Topology& topo, int rank
   for (auto it = patterns_.begin(); it != patterns_.end(); ++it)
     if (same(*it)) {
       if (it != patterns_.begin()) std::rotate(patterns_.begin(), it, std::next(it));
-      return patterns_.front().choice;
+      return found(patterns_.front());
     }
-  Pattern p{mode, ranks, {}, choose_fold(mode, topo, ranks, traffic, &moves)};
+  Pattern p{mode, ranks, parts, {}, nullptr, {}, next_id_++};
+  std::optional<FoldedPart> folded;
+  if (parts && mode != EngineMode::full && cluster.skeleton() && ranks == cluster.gpus())
+    folded = fold_template(mode, *cluster.file().templ, *cluster.skeleton(), ranks, traffic, cluster.adjust(),
+                           &skeleton_moves);
+  if (folded) {
+    p.part = std::make_unique<Topology>(std::move(folded->part));
+    p.choice = std::move(folded->choice);
+  } else {
+    p.choice = choose_fold(mode, cluster.whole(), ranks, traffic, &moves);
+  }
   for (const TrafficGroups& t : traffic) p.traffic.push_back({t.traffic, *t.groups});
   patterns_.push_front(std::move(p));
   if (patterns_.size() > kept) patterns_.pop_back();
-  return patterns_.front().choice;
+  return found(patterns_.front());
 }
 
 }  // namespace basp

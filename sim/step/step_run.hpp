@@ -4,6 +4,7 @@
 #pragma once
 
 #include "calibration.hpp"
+#include "cluster_part.hpp"
 #include "engine.hpp"
 #include "gpu_kind.hpp"
 #include "memory_model.hpp"
@@ -16,6 +17,7 @@
 #include "topology.hpp"
 
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <iosfwd>
@@ -62,7 +64,14 @@ struct StrategyResult {
 // Everything that was simulated, defaults resolved.
 struct StepReport {
   StepConfig config;   // sp and gpus filled in
-  Topology topology;   // calibrated
+  // The cluster, calibrated: a template is built only in the parts a run needs (cluster_part.hpp).
+  std::shared_ptr<const ClusterBuilds> cluster;
+  // What names and describes it (name, GPUs per node, software costs, links of one node and the
+  // fabric): a sample of a template, else the whole topology. Its node and GPU counts are the
+  // sample's; the cluster's are gpus() and nodes().
+  const Topology& topology() const { return cluster->sample(); }
+  int gpus() const { return cluster->gpus(); }
+  int nodes() const { return cluster->nodes(); }
   Calibration calibration;
   ModelSpec model;
   std::string gpu_kind;
@@ -89,27 +98,40 @@ struct StepSetup {
 StepSetup prepare_step(const StepConfig& config);
 // The job's sizes resolved (GPUs, SP degree, ZeRO group; 0: their defaults) and checked against
 // the topology: what every strategy of `config` shares. Throws InputError (exit 2).
-void resolve_job(StepConfig& config, const Topology& topo);
+void resolve_job(StepConfig& config, const StepReport& cluster);
 // What runs on one cluster keep from one layout to the next (one per thread): the node moves
 // choose_fold derived, the folds of the latest traffic patterns (matched exactly), and the routes
 // found. None of it changes a result: each is what would be derived again.
 class RunCache {
  public:
-  MoveCache moves;
-  Router& router(const Topology& topo);
-  // choose_fold's answer, valid until the next call.
-  const FoldChoice& fold(EngineMode mode, const Topology& topo, int ranks, std::span<const TrafficGroups> traffic);
+  MoveCache moves, skeleton_moves;
+  // What one strategy runs on: the whole topology, or a part of a template (its ranks the
+  // cluster's), and the fold on its links; `id` names it for the router cache.
+  struct Network {
+    const Topology& topo;
+    const FoldChoice& choice;
+    std::uint64_t id;
+  };
+  // The network and fold for a traffic pattern, valid until the next call. `parts`: a template
+  // with a skeleton runs on a part where the class engine applies.
+  Network network(EngineMode mode, const ClusterBuilds& cluster, int ranks, std::span<const TrafficGroups> traffic,
+                  bool parts);
+  Router& router(const Network& net);
 
  private:
-  const Topology* routed_ = nullptr;
+  std::uint64_t routed_ = 0;  // the network the router routes on (ids start at 1)
   std::unique_ptr<Router> router_;
   struct Pattern {
     EngineMode mode;
     int ranks;
+    bool parts;
     std::vector<std::pair<GroupTraffic, std::vector<std::vector<int>>>> traffic;
+    std::unique_ptr<Topology> part;  // null: the whole topology (heap: routers keep references)
     FoldChoice choice;
+    std::uint64_t id;
   };
-  const Topology* folded_ = nullptr;
+  const ClusterBuilds* cluster_ = nullptr;
+  std::uint64_t next_id_ = 1;
   std::deque<Pattern> patterns_;  // most recent first
 };
 
