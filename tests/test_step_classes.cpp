@@ -29,40 +29,44 @@ int check_same(StepConfig c, int busiest = 10) {
   c.engine = EngineMode::full;
   const StepReport full = simulate_step(c, options);
   c.engine = EngineMode::automatic;
-  const StepReport classes = simulate_step(c, options);
   int parts = 0;
-  REQUIRE(full.results.size() == classes.results.size());
-  for (std::size_t i = 0; i < full.results.size(); ++i) {
-    const StrategyResult &f = full.results[i], &q = classes.results[i];
-    INFO(c.topology << ", " << to_string(q.strategy) << ", sp " << full.config.sp << ", zero " << c.zero << " over "
-                    << full.config.zero_group << (c.checkpointing ? ", checkpointing" : "")
-                    << (c.placement == Placement::strided ? ", strided" : "") << ": " << q.engine.why);
-    REQUIRE(q.engine.engine == "classes");
-    CHECK(f.engine.engine == "full");
-    CHECK(q.layers_simulated == f.layers_simulated);
-    for (auto [a, b] : {std::pair{q.step_s, f.step_s}, {q.compute_s, f.compute_s}, {q.a2a_s, f.a2a_s},
-                        {q.a2a_exposed_s, f.a2a_exposed_s}, {q.zero_comm_s, f.zero_comm_s},
-                        {q.zero_exposed_s, f.zero_exposed_s}, {q.tokens_per_s, f.tokens_per_s}, {q.mfu, f.mfu}})
-      CHECK(close(a, b));
-    REQUIRE(q.speedup_vs_ulysses.has_value() == f.speedup_vs_ulysses.has_value());
-    if (f.speedup_vs_ulysses) CHECK(close(*q.speedup_vs_ulysses, *f.speedup_vs_ulysses));
-    for (int cls = 0; cls < 5; ++cls) CHECK(close(q.class_bytes[cls], f.class_bytes[cls]));
-    // On a part the busiest links come by class, each standing for `links` links of the cluster:
-    // repeated that often, they must be the full engine's busiest links, link for link.
-    std::vector<LinkUse> each;
-    for (const LinkUse& u : q.busiest_links)
-      for (long k = 0; k < u.links && each.size() < f.busiest_links.size(); ++k) each.push_back(u);
-    const bool part = !q.busiest_links.empty() && q.busiest_links.front().link < 0;
-    parts += part;
-    if (!part) CHECK(q.busiest_links.size() == f.busiest_links.size());
-    REQUIRE(each.size() == f.busiest_links.size());
-    for (std::size_t k = 0; k < f.busiest_links.size(); ++k) {
-      CHECK(close(each[k].bytes, f.busiest_links[k].bytes));
-      CHECK(close(each[k].utilization, f.busiest_links[k].utilization));
-      CHECK(each[k].cls == f.busiest_links[k].cls);
+  // Classes on the whole build (below the parts threshold), and on parts of the template.
+  for (int from_gpus : {c.parts_from_gpus, 1}) {
+    c.parts_from_gpus = from_gpus;
+    const StepReport classes = simulate_step(c, options);
+    REQUIRE(full.results.size() == classes.results.size());
+    for (std::size_t i = 0; i < full.results.size(); ++i) {
+      const StrategyResult &f = full.results[i], &q = classes.results[i];
+      INFO(c.topology << ", " << to_string(q.strategy) << ", sp " << full.config.sp << ", zero " << c.zero << " over "
+                      << full.config.zero_group << (c.checkpointing ? ", checkpointing" : "")
+                      << (c.placement == Placement::strided ? ", strided" : "") << ": " << q.engine.why);
+      REQUIRE(q.engine.engine == "classes");
+      CHECK(f.engine.engine == "full");
+      CHECK(q.layers_simulated == f.layers_simulated);
+      for (auto [a, b] : {std::pair{q.step_s, f.step_s}, {q.compute_s, f.compute_s}, {q.a2a_s, f.a2a_s},
+                          {q.a2a_exposed_s, f.a2a_exposed_s}, {q.zero_comm_s, f.zero_comm_s},
+                          {q.zero_exposed_s, f.zero_exposed_s}, {q.tokens_per_s, f.tokens_per_s}, {q.mfu, f.mfu}})
+        CHECK(close(a, b));
+      REQUIRE(q.speedup_vs_ulysses.has_value() == f.speedup_vs_ulysses.has_value());
+      if (f.speedup_vs_ulysses) CHECK(close(*q.speedup_vs_ulysses, *f.speedup_vs_ulysses));
+      for (int cls = 0; cls < 5; ++cls) CHECK(close(q.class_bytes[cls], f.class_bytes[cls]));
+      // On a part the busiest links come by class, each standing for `links` links of the cluster:
+      // repeated that often, they must be the full engine's busiest links, link for link.
+      std::vector<LinkUse> each;
+      for (const LinkUse& u : q.busiest_links)
+        for (long k = 0; k < u.links && each.size() < f.busiest_links.size(); ++k) each.push_back(u);
+      const bool part = !q.busiest_links.empty() && q.busiest_links.front().link < 0;
+      parts += part;
+      if (!part) CHECK(q.busiest_links.size() == f.busiest_links.size());
+      REQUIRE(each.size() == f.busiest_links.size());
+      for (std::size_t k = 0; k < f.busiest_links.size(); ++k) {
+        CHECK(close(each[k].bytes, f.busiest_links[k].bytes));
+        CHECK(close(each[k].utilization, f.busiest_links[k].utilization));
+        CHECK(each[k].cls == f.busiest_links[k].cls);
+      }
+      CHECK(q.stats.flows == f.stats.flows);
+      CHECK(q.stats.events == f.stats.events);
     }
-    CHECK(q.stats.flows == f.stats.flows);
-    CHECK(q.stats.events == f.stats.events);
   }
   on_parts += parts;
   checked += static_cast<int>(full.results.size());

@@ -144,16 +144,28 @@ const Topology& ClusterBuilds::whole() const {
 
 const Topology& ClusterBuilds::sample() const { return sample_ ? *sample_ : whole(); }
 
-std::optional<FoldedPart> fold_template(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton,
-                                        int ranks, std::span<const TrafficGroups> traffic,
-                                        const std::function<void(Topology&)>& adjust, MoveCache* cache) {
+std::optional<PartPlan> plan_part(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton, int ranks,
+                                  std::span<const TrafficGroups> traffic, MoveCache* cache) {
   const RankPlaces places = rank_places(t);
   FoldChoice found = choose_fold_on_skeleton(mode, skeleton, places, ranks, traffic, cache);
   if (found.use.engine != "classes") return std::nullopt;
-  NodeSubset subset{part_nodes(found.fold, places, traffic), {}};
-  if (static_cast<int>(subset.nodes.size()) == t.nodes) return std::nullopt;
-  FoldedPart p{build_topology(t, subset), std::move(found)};
-  if (adjust) adjust(p.part);
+  std::vector<int> nodes = part_nodes(found.fold, places, traffic);
+  if (static_cast<int>(nodes.size()) == t.nodes) return std::nullopt;
+  return PartPlan{std::move(found), std::move(nodes)};
+}
+
+Topology build_part(const TopologyTemplate& t, std::vector<int> nodes, const std::function<void(Topology&)>& adjust) {
+  Topology part = build_topology(t, NodeSubset{std::move(nodes), {}});
+  if (adjust) adjust(part);
+  return part;
+}
+
+std::optional<FoldedPart> fold_template(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton,
+                                        int ranks, std::span<const TrafficGroups> traffic,
+                                        const std::function<void(Topology&)>& adjust, MoveCache* cache) {
+  std::optional<PartPlan> plan = plan_part(mode, t, skeleton, ranks, traffic, cache);
+  if (!plan) return std::nullopt;
+  FoldedPart p{build_part(t, std::move(plan->nodes), adjust), std::move(plan->on_skeleton)};
   p.choice.fold = fold_on_part(p.choice.fold, skeleton, p.part);
   p.choice.use.link_classes = p.choice.fold.link_classes();
   return p;

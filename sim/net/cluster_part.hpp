@@ -51,15 +51,26 @@ class ClusterBuilds {
   mutable std::optional<Topology> whole_;
 };
 
+// The class engine's choice for a template before any part is built: the fold on the skeleton and
+// the nodes its part needs (part_nodes). nullopt where the search finds no classes, or the part
+// would hold every node; the caller then builds the whole topology and searches it (the same
+// answer: tests). Throws as choose_fold does when classes are demanded and none exists.
+struct PartPlan {
+  FoldChoice on_skeleton;
+  std::vector<int> nodes;
+};
+std::optional<PartPlan> plan_part(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton, int ranks,
+                                  std::span<const TrafficGroups> traffic, MoveCache* cache = nullptr);
+
+// A part holding `nodes` (ascending), `adjust` applied (a calibration).
+Topology build_part(const TopologyTemplate& t, std::vector<int> nodes, const std::function<void(Topology&)>& adjust);
+
 struct FoldedPart {
   Topology part;      // Router(part, true) routes the cluster's ranks on it
   FoldChoice choice;  // classes over the part's links
 };
 
-// The class engine on a part: nullopt where the skeleton search finds no classes, or the part would
-// hold every node; the caller then builds the whole topology and searches it (same answer: tests).
-// `adjust` is applied to the part before the fold reads its capacities (a calibration). Throws as
-// choose_fold does when classes are demanded and none exists.
+// plan_part, build_part and fold_on_part in one.
 std::optional<FoldedPart> fold_template(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton,
                                         int ranks, std::span<const TrafficGroups> traffic,
                                         const std::function<void(Topology&)>& adjust, MoveCache* cache = nullptr);

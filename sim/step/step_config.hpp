@@ -37,6 +37,11 @@ struct StepConfig {
   int layers_simulated = 0;
   double flow_budget = 12e6;  // flows built per strategy (of the quotient, with symmetry classes)
   EngineMode engine = EngineMode::automatic;  // symmetry classes when exact (docs/symmetry.md)
+  // Template clusters of at least this many GPUs run the class engine on parts of them, never
+  // built whole (docs/symmetry.md, "Skeletons and parts"); smaller ones are built whole, which is
+  // cheaper there: one topology and its routes serve every strategy and layout. Results are the
+  // same either way (tests run both); tests lower it to exercise parts on small clusters.
+  int parts_from_gpus = 65536;
 };
 
 }  // namespace basp

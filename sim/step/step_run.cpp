@@ -72,7 +72,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.engine = g.net.choice.use;
   res.layers_simulated = layers_to_simulate(run, res.layout, fold);
   Engine engine(fold.quotient_capacities(link_capacities(net)));
-  Router& router = run.cache.router(g.net);
+  Router& router = run.cache.router(g.net.topo);
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
                                      run.config.checkpointing, run.zero, g.groups, res.layers_simulated);
   if (trace) {  // the representative of each of the busiest links' classes
@@ -152,7 +152,8 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   RunCache cache;
-  const Run run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, options.trace == nullptr};
+  const bool parts = options.trace == nullptr && rep.gpus() >= c.parts_from_gpus;
+  const Run run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, parts};
 
   // Every layout is checked before anything is simulated, so bad input fails fast.
   for (Strategy s : c.strategies) make_layout(c, rep.model, s, c.gpus, rep.topology().gpus_per_node);
@@ -222,7 +223,7 @@ auto on_setup(const StepSetup& setup, const StepConfig& config, RunCache& cache,
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   const StepOptions options;
-  return job(Run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, true});
+  return job(Run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, rep.gpus() >= c.parts_from_gpus});
 }
 
 }  // namespace
@@ -235,7 +236,7 @@ StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& confi
 double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache) {
   return on_setup(setup, config, cache, [&](const Run& run) {
     const StrategyGraph g = strategy_graph(run, strategy);
-    Router& router = run.cache.router(g.net);
+    Router& router = run.cache.router(g.net.topo);
     CallBounds bounds;
     // Each rank finishes no earlier than its own chain; the first build finds the calls. The
     // simulation merges events within 1e-9 relative of each other, which may end it that much
@@ -280,22 +281,51 @@ double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config,
   });
 }
 
-Router& RunCache::router(const Network& net) {
-  if (routed_ != net.id || !router_) {
-    router_ = std::make_unique<Router>(net.topo, true);
-    routed_ = net.id;
+Router& RunCache::router(const Topology& topo) {
+  for (Part& p : parts_)
+    if (p.topo.get() == &topo) {
+      if (!p.router) p.router = std::make_unique<Router>(topo, true);
+      return *p.router;
+    }
+  if (routed_ != &topo || !router_) {
+    router_ = std::make_unique<Router>(topo, true);
+    routed_ = &topo;
+    routed_part_.reset();
+    for (const Pattern& p : patterns_)
+      if (p.part.get() == &topo) routed_part_ = p.part;
   }
   return *router_;
 }
 
+std::shared_ptr<const Topology> RunCache::part_holding(const ClusterBuilds& cluster, const std::vector<int>& nodes) {
+  constexpr std::size_t kept = 2;
+  for (const Part& p : parts_)
+    if (std::includes(p.nodes.begin(), p.nodes.end(), nodes.begin(), nodes.end())) return p.topo;
+  // Grow the latest part while it stays within an eighth of the cluster (or twice what this
+  // pattern needs), so that layouts touching nearly the same nodes share one part and its routes.
+  std::vector<int> with = nodes;
+  if (!parts_.empty()) {
+    std::vector<int> both;
+    std::set_union(parts_.front().nodes.begin(), parts_.front().nodes.end(), nodes.begin(), nodes.end(),
+                   std::back_inserter(both));
+    const std::size_t most = std::max<std::size_t>(2 * nodes.size() + 16, cluster.nodes() / 8);
+    if (both.size() <= most && static_cast<int>(both.size()) < cluster.nodes()) with = std::move(both);
+  }
+  auto topo = std::make_shared<const Topology>(build_part(*cluster.file().templ, with, cluster.adjust()));
+  parts_.push_front({topo, std::move(with), nullptr});
+  if (parts_.size() > kept) parts_.pop_back();
+  return topo;
+}
+
 RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluster, int ranks,
                                     std::span<const TrafficGroups> traffic, bool parts) {
-  constexpr std::size_t kept = 4;  // folds hold a class per link, parts a fabric: a few patterns only
+  constexpr std::size_t kept = 4;  // folds hold a class per link: a few patterns only
   if (cluster_ != &cluster) {
     patterns_.clear();
+    parts_.clear();
     cluster_ = &cluster;
   }
-  auto found = [&](const Pattern& p) { return Network{p.part ? *p.part : cluster.whole(), p.choice, p.id}; };
+  auto found = [&](const Pattern& p) { return Network{p.part ? *p.part : cluster.whole(), p.choice}; };
   auto same = [&](const Pattern& p) {
     if (p.mode != mode || p.ranks != ranks || p.parts != parts || p.traffic.size() != traffic.size()) return false;
     for (std::size_t t = 0; t < traffic.size(); ++t)
@@ -307,14 +337,15 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
       if (it != patterns_.begin()) std::rotate(patterns_.begin(), it, std::next(it));
       return found(patterns_.front());
     }
-  Pattern p{mode, ranks, parts, {}, nullptr, {}, next_id_++};
-  std::optional<FoldedPart> folded;
+  Pattern p{mode, ranks, parts, {}, nullptr, {}};
+  std::optional<PartPlan> plan;
   if (parts && mode != EngineMode::full && cluster.skeleton() && ranks == cluster.gpus())
-    folded = fold_template(mode, *cluster.file().templ, *cluster.skeleton(), ranks, traffic, cluster.adjust(),
-                           &skeleton_moves);
-  if (folded) {
-    p.part = std::make_unique<Topology>(std::move(folded->part));
-    p.choice = std::move(folded->choice);
+    plan = plan_part(mode, *cluster.file().templ, *cluster.skeleton(), ranks, traffic, &skeleton_moves);
+  if (plan) {
+    p.part = part_holding(cluster, plan->nodes);
+    p.choice = std::move(plan->on_skeleton);
+    p.choice.fold = fold_on_part(p.choice.fold, *cluster.skeleton(), *p.part);
+    p.choice.use.link_classes = p.choice.fold.link_classes();
   } else {
     p.choice = choose_fold(mode, cluster.whole(), ranks, traffic, &moves);
   }

@@ -106,32 +106,40 @@ class RunCache {
  public:
   MoveCache moves, skeleton_moves;
   // What one strategy runs on: the whole topology, or a part of a template (its ranks the
-  // cluster's), and the fold on its links; `id` names it for the router cache.
+  // cluster's), and the fold on its links.
   struct Network {
     const Topology& topo;
     const FoldChoice& choice;
-    std::uint64_t id;
   };
   // The network and fold for a traffic pattern, valid until the next call. `parts`: a template
-  // with a skeleton runs on a part where the class engine applies.
+  // with a skeleton runs on a part where the class engine applies; a part built for an earlier
+  // pattern is reused when it holds the nodes this one needs (routes found on it stay).
   Network network(EngineMode mode, const ClusterBuilds& cluster, int ranks, std::span<const TrafficGroups> traffic,
                   bool parts);
-  Router& router(const Network& net);
+  Router& router(const Topology& topo);
 
  private:
-  std::uint64_t routed_ = 0;  // the network the router routes on (ids start at 1)
+  // The router of the topology last routed on that is not a kept part (the whole topology, or a
+  // part only a pattern still holds, kept alive with it).
+  std::shared_ptr<const Topology> routed_part_;
+  const Topology* routed_ = nullptr;
   std::unique_ptr<Router> router_;
+  struct Part {
+    std::shared_ptr<const Topology> topo;
+    std::vector<int> nodes;
+    std::unique_ptr<Router> router;  // made when first asked for
+  };
+  std::deque<Part> parts_;  // most recent first
+  std::shared_ptr<const Topology> part_holding(const ClusterBuilds& cluster, const std::vector<int>& nodes);
   struct Pattern {
     EngineMode mode;
     int ranks;
     bool parts;
     std::vector<std::pair<GroupTraffic, std::vector<std::vector<int>>>> traffic;
-    std::unique_ptr<Topology> part;  // null: the whole topology (heap: routers keep references)
+    std::shared_ptr<const Topology> part;  // null: the whole topology
     FoldChoice choice;
-    std::uint64_t id;
   };
   const ClusterBuilds* cluster_ = nullptr;
-  std::uint64_t next_id_ = 1;
   std::deque<Pattern> patterns_;  // most recent first
 };
 
