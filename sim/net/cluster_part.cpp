@@ -120,7 +120,11 @@ RankFold fold_on_part(const RankFold& on_skeleton, const Topology& skeleton, con
 
 ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> adjust)
     : file_(std::move(file)), adjust_(std::move(adjust)) {
-  if (!file_.templ) return;
+  if (!file_.templ) {  // already built: adjusted once, not copied
+    whole_ = std::move(file_.explicit_topology);
+    if (adjust_) adjust_(*whole_);
+    return;
+  }
   const TopologyTemplate& t = *file_.templ;
   skeleton_ = build_skeleton(t);
   if (!skeleton_ || t.nodes < 2) return;
@@ -129,14 +133,15 @@ ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> a
 }
 
 int ClusterBuilds::gpus() const {
-  return file_.templ ? file_.templ->nodes * file_.templ->node.gpus : static_cast<int>(file_.explicit_topology.gpus.size());
+  return file_.templ ? file_.templ->nodes * file_.templ->node.gpus : static_cast<int>(whole_->gpus.size());
 }
 
-int ClusterBuilds::nodes() const { return file_.templ ? file_.templ->nodes : file_.explicit_topology.nodes; }
+int ClusterBuilds::nodes() const { return file_.templ ? file_.templ->nodes : whole_->nodes; }
 
 const Topology& ClusterBuilds::whole() const {
+  if (!file_.templ) return *whole_;
   std::call_once(whole_once_, [&] {
-    whole_ = file_.templ ? build_topology(*file_.templ) : file_.explicit_topology;
+    whole_ = build_topology(*file_.templ);
     if (adjust_) adjust_(*whole_);
   });
   return *whole_;

@@ -33,7 +33,7 @@ RankFold fold_on_part(const RankFold& on_skeleton, const Topology& skeleton, con
 class ClusterBuilds {
  public:
   ClusterBuilds(TopologyFile file, std::function<void(Topology&)> adjust = {});
-  const TopologyFile& file() const { return file_; }
+  const TopologyFile& file() const { return file_; }  // an explicit topology is moved out: whole()
   const std::function<void(Topology&)>& adjust() const { return adjust_; }
   int gpus() const;
   int nodes() const;
