@@ -2,6 +2,7 @@
 // needs, and each of its links' class and load.
 #include "cluster_part.hpp"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string>
