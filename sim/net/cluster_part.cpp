@@ -39,7 +39,34 @@ LinksByNode links_by_node(const Topology& topo) {
 
 }  // namespace
 
-std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std::span<const TrafficGroups> traffic) {
+int stand_in_node(const TopologyTemplate& t, const RankFold& fold, int node) {
+  const FabricKind kind = t.fabric.kind;
+  const int per_leaf = kind == FabricKind::single_switch ? t.nodes
+                       : kind == FabricKind::none        ? 1
+                                                         : t.fabric.nodes_per_leaf;
+  // Never a representative node: the sources are there, and a destination in a source's node
+  // routes over its NVLink instead.
+  const int step = std::max(fold.step_nodes, 1), first = std::max(node - node % per_leaf, step);
+  for (int m = first; m < node; ++m)
+    if (m % step == node % step) return m;
+  return node;
+}
+
+std::vector<int> part_ranks(const Topology& part, const TopologyTemplate& t, const RankFold& fold, int ranks) {
+  const int per_node = t.node.gpus;
+  std::vector<int> index(t.nodes, -1);  // cluster node -> its position in the part
+  for (std::size_t r = 0; r < part.cluster_ranks.size(); r += per_node) index[part.cluster_ranks[r] / per_node] = int(r) / per_node;
+  std::vector<int> out(ranks, -1);
+  for (int node = 0; node * per_node < ranks; ++node) {
+    int at = index[node];
+    if (at < 0) at = index[stand_in_node(t, fold, node)];
+    for (int i = 0; i < per_node && at >= 0; ++i) out[node * per_node + i] = at * per_node + i;
+  }
+  return out;
+}
+
+std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std::span<const TrafficGroups> traffic,
+                            const std::function<int(int)>& stand_in) {
   std::set<int> nodes;
   for (int r = 0; r < fold.period; ++r) nodes.insert(places.node_of(r));
   for (const TrafficGroups& t : traffic) {
@@ -49,7 +76,7 @@ std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std:
       bool any = false;
       for (int r : group) any = any || fold.represents(r);
       if (t.traffic == GroupTraffic::all_pairs && (any || g == 0)) {
-        for (int r : group) nodes.insert(places.node_of(r));
+        for (int r : group) nodes.insert(stand_in ? stand_in(places.node_of(r)) : places.node_of(r));
       } else if (any && t.traffic == GroupTraffic::successor) {
         const std::size_t n = group.size();
         for (std::size_t i = 0; i < n; ++i)
@@ -151,11 +178,14 @@ const Topology& ClusterBuilds::whole() const {
 const Topology& ClusterBuilds::sample() const { return sample_ ? *sample_ : whole(); }
 
 std::optional<PartPlan> plan_part(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton, int ranks,
-                                  std::span<const TrafficGroups> traffic, MoveCache* cache) {
+                                  std::span<const TrafficGroups> traffic, MoveCache* cache, bool stand_ins) {
   const RankPlaces places = rank_places(t);
   FoldChoice found = choose_fold_on_skeleton(mode, skeleton, places, ranks, traffic, cache);
   if (found.use.engine != "classes") return std::nullopt;
-  std::vector<int> nodes = part_nodes(found.fold, places, traffic);
+  const RankFold& fold = found.fold;
+  std::function<int(int)> stand_in;
+  if (stand_ins) stand_in = [&](int node) { return stand_in_node(t, fold, node); };
+  std::vector<int> nodes = part_nodes(fold, places, traffic, stand_in);
   if (static_cast<int>(nodes.size()) == t.nodes) return std::nullopt;
   return PartPlan{std::move(found), std::move(nodes)};
 }
@@ -168,12 +198,14 @@ Topology build_part(const TopologyTemplate& t, std::vector<int> nodes, const std
 
 std::optional<FoldedPart> fold_template(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton,
                                         int ranks, std::span<const TrafficGroups> traffic,
-                                        const std::function<void(Topology&)>& adjust, MoveCache* cache) {
-  std::optional<PartPlan> plan = plan_part(mode, t, skeleton, ranks, traffic, cache);
+                                        const std::function<void(Topology&)>& adjust, MoveCache* cache,
+                                        bool stand_ins) {
+  std::optional<PartPlan> plan = plan_part(mode, t, skeleton, ranks, traffic, cache, stand_ins);
   if (!plan) return std::nullopt;
-  FoldedPart p{build_part(t, std::move(plan->nodes), adjust), std::move(plan->on_skeleton)};
+  FoldedPart p{build_part(t, std::move(plan->nodes), adjust), std::move(plan->on_skeleton), {}};
   p.choice.fold = fold_on_part(p.choice.fold, skeleton, p.part);
   p.choice.use.link_classes = p.choice.fold.link_classes();
+  if (stand_ins) p.part_rank = part_ranks(p.part, t, p.choice.fold, ranks);
   return p;
 }
 

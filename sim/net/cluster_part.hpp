@@ -20,7 +20,19 @@ namespace basp {
 // exchanges all pairs with a representative (and of the first group, which sizes the engine), the
 // nodes of NCCL ring edges into or out of a representative, and a representative's send/recv
 // neighbours. Ascending.
-std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std::span<const TrafficGroups> traffic);
+// With `stand_in` (a node -> its stand-in), an all-to-all group's nodes are replaced by their
+// stand-ins (stand_in_node).
+std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std::span<const TrafficGroups> traffic,
+                            const std::function<int(int)>& stand_in = {});
+
+// Where an all-to-all's destination outside the part is routed: the first node of its leaf group
+// with its residue modulo the fold's step that is not a representative (a source). Exact for the class engine: the route to a GPU of the
+// stand-in crosses the same fabric links (same leaves for every NIC, same PXN proxy) and links at
+// the same positions of a node in the same class; latencies are equal. Not for per-link sums of
+// one rank's load (the planner's bounds): two destinations share the stand-in's links.
+int stand_in_node(const TopologyTemplate& t, const RankFold& fold, int node);
+// The part's rank of every cluster rank (node-major): its own, its stand-in's, or -1 (Router).
+std::vector<int> part_ranks(const Topology& part, const TopologyTemplate& t, const RankFold& fold, int ranks);
 
 // The fold found on `skeleton` carried to `part` (a part of the same template holding the
 // representative nodes): a node's links are in the class of the same link of its representative
@@ -60,7 +72,8 @@ struct PartPlan {
   std::vector<int> nodes;
 };
 std::optional<PartPlan> plan_part(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton, int ranks,
-                                  std::span<const TrafficGroups> traffic, MoveCache* cache = nullptr);
+                                  std::span<const TrafficGroups> traffic, MoveCache* cache = nullptr,
+                                  bool stand_ins = false);
 
 // A part holding `nodes` (ascending), `adjust` applied (a calibration).
 Topology build_part(const TopologyTemplate& t, std::vector<int> nodes, const std::function<void(Topology&)>& adjust);
@@ -68,11 +81,13 @@ Topology build_part(const TopologyTemplate& t, std::vector<int> nodes, const std
 struct FoldedPart {
   Topology part;      // Router(part, true) routes the cluster's ranks on it
   FoldChoice choice;  // classes over the part's links
+  std::vector<int> part_rank;  // with stand-ins: Router(part, part_rank) routes on it instead
 };
 
-// plan_part, build_part and fold_on_part in one.
+// plan_part, build_part and fold_on_part in one; `stand_ins` for the simulation of collectives.
 std::optional<FoldedPart> fold_template(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton,
                                         int ranks, std::span<const TrafficGroups> traffic,
-                                        const std::function<void(Topology&)>& adjust, MoveCache* cache = nullptr);
+                                        const std::function<void(Topology&)>& adjust, MoveCache* cache = nullptr,
+                                        bool stand_ins = false);
 
 }  // namespace basp

@@ -33,11 +33,12 @@ Call describe(const CollectiveSpec& spec, int gpus) {
 }
 
 // Runs the call on `topo` (the whole topology, or a part routing the cluster's ranks) under `choice`.
+// `part_rank`: the part's rank of each cluster rank, with stand-ins (empty: the part's own ranks).
 CollectiveResult run_call(const Topology& topo, const CollectiveSpec& spec, Call call, const FoldChoice& choice,
-                          bool whole, std::chrono::steady_clock::time_point t0) {
+                          bool whole, std::chrono::steady_clock::time_point t0, std::vector<int> part_rank = {}) {
   const RankFold& fold = choice.fold;
   Engine engine(fold.quotient_capacities(link_capacities(topo)));
-  Router router(topo, true);
+  Router router = part_rank.empty() ? Router(topo, true) : Router(topo, std::move(part_rank));
   GroupSet set(std::move(call.groups), fold);
   const GroupCalls calls = add_collectives(engine, router, topo, fold, spec.op, set, spec.size_bytes);
   CollectiveResult r;
@@ -73,9 +74,10 @@ CollectiveResult simulate_collective(const ClusterBuilds& cluster, const Collect
     Call call = describe(spec, gpus);
     if (call.ranks == gpus) {
       const TrafficGroups described[] = {{&call.groups, call.traffic}};
+      // Stand-ins: a global all-to-all then needs a node per leaf group, not every node.
       std::optional<FoldedPart> p = fold_template(spec.engine, *cluster.file().templ, *skeleton, call.ranks,
-                                                  described, cluster.adjust(), moves);
-      if (p) return run_call(p->part, spec, std::move(call), p->choice, false, t0);
+                                                  described, cluster.adjust(), moves, true);
+      if (p) return run_call(p->part, spec, std::move(call), p->choice, false, t0, std::move(p->part_rank));
     }
   }
   return simulate_collective(cluster.whole(), spec);

@@ -290,6 +290,8 @@ Router::Router(const Topology& topo, bool cluster_ranks) : Router(topo) {
   for (std::size_t r = 0; r < topo.cluster_ranks.size(); ++r) part_rank_[topo.cluster_ranks[r]] = static_cast<int>(r);
 }
 
+Router::Router(const Topology& topo, std::vector<int> part_rank) : Router(topo) { part_rank_ = std::move(part_rank); }
+
 RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
   if (!part_rank_.empty()) {
     auto local = [&](int rank) {

@@ -25,6 +25,8 @@ class Router {
   // On a part of a template (topo.cluster_ranks), `cluster_ranks` makes route() take the
   // cluster's ranks, as the collectives and steps name them; a rank outside the part is a bug.
   Router(const Topology& topo, bool cluster_ranks);
+  // The same with the part's rank of each cluster rank given (stand-ins: cluster_part.hpp).
+  Router(const Topology& topo, std::vector<int> part_rank);
 
   // The route from rank src to rank dst. `salt` varies the hashed ECMP choice between flows of the
   // same pair (e.g. channels); the hash sees the cluster's ranks and vertex names, so a part of a
