@@ -90,7 +90,7 @@ std::string describe_config(const StepReport& r) {
   const StepConfig& c = r.config;
   char buf[1024];
   std::snprintf(buf, sizeof buf,
-                "# %s on %s: %d of %zu GPUs (%d nodes x %d %s), calibration %s\n"
+                "# %s on %s: %d of %d GPUs (%d nodes x %d %s), calibration %s\n"
                 "# sequence %ld tokens, micro-batch %d per SP group, SP N=%d, DP %d, ZeRO-%d over %d ranks%s, "
                 "bf16, %s\n",
                 r.model.name.c_str(), r.topology().name.c_str(), c.gpus, r.gpus(), r.nodes(),

@@ -96,7 +96,9 @@ std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std:
   return {nodes.begin(), nodes.end()};
 }
 
-RankFold fold_on_part(const RankFold& on_skeleton, const Topology& skeleton, const Topology& part) {
+namespace {
+
+RankFold fold_links_on_part(const RankFold& on_skeleton, const Topology& skeleton, const Topology& part) {
   auto bug = [](const std::string& what) { throw std::logic_error("fold_on_part: " + what); };
   RankFold f = on_skeleton;
   f.link_class.assign(part.link_count(), -1);
@@ -144,6 +146,14 @@ RankFold fold_on_part(const RankFold& on_skeleton, const Topology& skeleton, con
     }
   }
   return f;
+}
+
+}  // namespace
+
+FoldChoice fold_on_part(FoldChoice on_skeleton, const Topology& skeleton, const Topology& part) {
+  on_skeleton.fold = fold_links_on_part(on_skeleton.fold, skeleton, part);
+  on_skeleton.use.link_classes = on_skeleton.fold.link_classes();
+  return on_skeleton;
 }
 
 ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> adjust)
@@ -202,9 +212,8 @@ std::optional<FoldedPart> fold_template(EngineMode mode, const TopologyTemplate&
                                         bool stand_ins) {
   std::optional<PartPlan> plan = plan_part(mode, t, skeleton, ranks, traffic, cache, stand_ins);
   if (!plan) return std::nullopt;
-  FoldedPart p{build_part(t, std::move(plan->nodes), adjust), std::move(plan->on_skeleton), {}};
-  p.choice.fold = fold_on_part(p.choice.fold, skeleton, p.part);
-  p.choice.use.link_classes = p.choice.fold.link_classes();
+  FoldedPart p{build_part(t, std::move(plan->nodes), adjust), {}, {}};
+  p.choice = fold_on_part(std::move(plan->on_skeleton), skeleton, p.part);
   if (stand_ins) p.part_rank = part_ranks(p.part, t, p.choice.fold, ranks);
   return p;
 }

@@ -37,8 +37,8 @@ std::vector<int> part_ranks(const Topology& part, const TopologyTemplate& t, con
 // The fold found on `skeleton` carried to `part` (a part of the same template holding the
 // representative nodes): a node's links are in the class of the same link of its representative
 // node and carry one hop each (moves of whole nodes map a node's devices in order); fabric links
-// keep their skeleton class and its load. Ranks stay the cluster's.
-RankFold fold_on_part(const RankFold& on_skeleton, const Topology& skeleton, const Topology& part);
+// keep their skeleton class and its load. Ranks stay the cluster's; the link class count is the part's.
+FoldChoice fold_on_part(FoldChoice on_skeleton, const Topology& skeleton, const Topology& part);
 
 // A topology file and what has been built of it, for many runs on one cluster: the skeleton
 // (built at once), a sample, and the whole topology only when asked for (once; thread-safe).

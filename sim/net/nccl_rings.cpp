@@ -48,17 +48,6 @@ int rail_of_rank(const Topology& topo, int rank) {
 
 }  // namespace
 
-RankPlaces rank_places(const Topology& topo) {
-  RankPlaces p;
-  p.gpus_per_node = std::max(1, topo.gpus_per_node);
-  const int ranks = static_cast<int>(topo.gpus.size());
-  for (int r = 0; r < ranks; ++r) {
-    p.node.push_back(topo.node_of_rank(r));
-    p.rail.push_back(rail_of_rank(topo, r));
-  }
-  return p;
-}
-
 RankPlaces rank_places(const TopologyTemplate& t) {
   // As build_node: GPU i uses NIC nic_of_gpu[i] (or i·nics/gpus), and NIC j is on rail j.
   RankPlaces p;

@@ -34,7 +34,6 @@ struct RankPlaces {
   int node_of(int rank) const { return node.empty() ? rank / gpus_per_node : node[rank]; }
   int rail_of(int rank) const { return rail.empty() ? local_rail[rank % gpus_per_node] : rail[rank]; }
 };
-RankPlaces rank_places(const Topology& topo);  // every rank's, read from the graph
 RankPlaces rank_places(const TopologyTemplate& t);  // uniform, from the template (no graph)
 
 // Ring c enters every node at the first member whose NIC is the node's c-th NIC and visits the

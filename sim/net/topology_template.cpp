@@ -219,6 +219,20 @@ void check_template(const TopologyTemplate& t) {
     bad("node.nics.count", "a fabric needs at least one NIC per node");
 }
 
+// A topology without devices: what every build of the template says about itself.
+Topology topology_shell(const TopologyTemplate& t) {
+  Topology topo;
+  topo.name = t.name;
+  topo.source = t.source;
+  topo.gpu_kind = t.gpu_kind;
+  topo.calibration = t.calibration;
+  topo.software = t.software;
+  topo.routing = t.routing;
+  topo.rail_optimized =
+      t.fabric.kind == FabricKind::rail || (t.fabric.kind == FabricKind::three_tier && t.fabric.rails);
+  return topo;
+}
+
 }  // namespace
 
 Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
@@ -241,15 +255,7 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
     if (!subset.weights.empty() && subset.weights[i] < 1) throw std::logic_error("build_topology: weight < 1");
   }
 
-  Topology topo;
-  topo.name = t.name;
-  topo.source = t.source;
-  topo.gpu_kind = t.gpu_kind;
-  topo.calibration = t.calibration;
-  topo.software = t.software;
-  topo.routing = t.routing;
-  topo.rail_optimized =
-      t.fabric.kind == FabricKind::rail || (t.fabric.kind == FabricKind::three_tier && t.fabric.rails);
+  Topology topo = topology_shell(t);
   std::vector<NodeDevices> nodes;
   std::map<int, VertexId> domain_switches;
   for (std::size_t i = 0; i < ids.size(); ++i)
@@ -265,15 +271,9 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
 std::optional<Topology> build_skeleton(const TopologyTemplate& t) {
   check_template(t);
   if (t.node.kind == NodeKind::nvswitch && t.node.domain_nodes > 1) return std::nullopt;
-  Topology topo;
-  topo.name = t.name;
-  topo.source = t.source;
-  topo.routing = t.routing;
-  topo.software = t.software;
+  Topology topo = topology_shell(t);
   topo.nodes = t.nodes;
   topo.gpus_per_node = t.node.gpus;
-  topo.rail_optimized =
-      t.fabric.kind == FabricKind::rail || (t.fabric.kind == FabricKind::three_tier && t.fabric.rails);
   std::vector<NodeDevices> nodes;
   nodes.reserve(t.nodes);
   for (int n = 0; n < t.nodes; ++n) {

@@ -135,17 +135,24 @@ LinkUse link_use(const Topology& topo, int id, double bytes, double step_s) {
           step_s > 0 ? bytes / (l.capacity_Bps * step_s) : 0, 1};
 }
 
-}  // namespace
-
-std::vector<LinkUse> busiest_links(const Topology& topo, const std::vector<double>& bytes, int count, double step_s) {
-  std::vector<int> ids(bytes.size());
+// The indices of the `count` largest positive values, largest first (ties: lower index first).
+std::vector<int> largest(const std::vector<double>& values, int count) {
+  std::vector<int> ids(values.size());
   std::iota(ids.begin(), ids.end(), 0);
   const std::size_t n = std::min<std::size_t>(std::max(count, 0), ids.size());
   std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int a, int b) {
-    return bytes[a] != bytes[b] ? bytes[a] > bytes[b] : a < b;
+    return values[a] != values[b] ? values[a] > values[b] : a < b;
   });
+  ids.resize(n);
+  while (!ids.empty() && !(values[ids.back()] > 0)) ids.pop_back();
+  return ids;
+}
+
+}  // namespace
+
+std::vector<LinkUse> busiest_links(const Topology& topo, const std::vector<double>& bytes, int count, double step_s) {
   std::vector<LinkUse> out;
-  for (std::size_t i = 0; i < n && bytes[ids[i]] > 0; ++i) out.push_back(link_use(topo, ids[i], bytes[ids[i]], step_s));
+  for (int id : largest(bytes, count)) out.push_back(link_use(topo, id, bytes[id], step_s));
   return out;
 }
 
@@ -154,27 +161,15 @@ std::vector<LinkUse> busiest_link_classes(const Topology& part, const RankFold& 
   // A class's links each carry its engine bytes times their load (translates of a hop).
   std::vector<double> each(per_class.size());
   for (std::size_t c = 0; c < each.size(); ++c) each[c] = per_class[c] * fold.link_load[fold.topology_link(int(c))];
-  std::vector<int> ids(each.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  const std::size_t n = std::min<std::size_t>(std::max(count, 0), ids.size());
-  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int a, int b) {
-    return each[a] != each[b] ? each[a] > each[b] : a < b;
-  });
   std::vector<LinkUse> out;
-  for (std::size_t i = 0; i < n && each[ids[i]] > 0; ++i) {
-    const int link = fold.topology_link(ids[i]);
-    LinkUse u = link_use(part, link, each[ids[i]], step_s);
+  for (int c : largest(each, count)) {
+    const int link = fold.topology_link(c);
+    LinkUse u = link_use(part, link, each[c], step_s);
     u.link = -1;
     u.links = fold.members() / fold.link_load[link];
     out.push_back(std::move(u));
   }
   return out;
-}
-
-std::array<double, 5> bytes_per_link_class(const Topology& topo, const std::vector<double>& link_bytes) {
-  std::array<double, 5> bytes{};
-  for (int id = 0; id < topo.link_count(); ++id) bytes[static_cast<int>(topo.link(id).cls)] += link_bytes[id];
-  return bytes;
 }
 
 }  // namespace basp

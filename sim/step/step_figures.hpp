@@ -43,7 +43,4 @@ std::vector<LinkUse> busiest_links(const Topology& topo, const std::vector<doubl
 // carried most bytes each (ties: lower class first), each named by its representative on the part.
 std::vector<LinkUse> busiest_link_classes(const Topology& part, const RankFold& fold,
                                           const std::vector<double>& per_class, int count, double step_s);
-// Bytes carried per LinkClass.
-std::array<double, 5> bytes_per_link_class(const Topology& topo, const std::vector<double>& link_bytes);
-
 }  // namespace basp

@@ -31,6 +31,9 @@ struct Run {
   bool parts;       // a template may run on parts of it (not when tracing: traces name whole-cluster links)
 };
 
+// Whether the class engine may run on parts of the cluster (StepConfig::parts_from_gpus).
+bool use_parts(const StepReport& rep, const StepConfig& c) { return rep.gpus() >= c.parts_from_gpus; }
+
 // Transformer layers to build: all of them, the configured window, or the smallest window that
 // keeps the graph under the flow budget (at least 5, so that a middle layer has neighbours).
 int layers_to_simulate(const Run& run, const Layout& layout, const RankFold& fold) {
@@ -104,14 +107,12 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.mfu = micro_steps * g.costs.model_flops / (res.global_batch_s * run.gpu.peak_bf16_flops);
   res.memory = memory_per_gpu(run.model, res.layout, run.zero, run.config.checkpointing);
   res.fits = res.memory.total() <= run.gpu.hbm_bytes;
-  if (!net.cluster_ranks.empty()) {  // a part: links by class, bytes per class over the cluster
+  res.class_bytes = fold.bytes_by_class(net, engine.link_bytes());
+  if (!net.cluster_ranks.empty())  // a part: its link ids are not the cluster's, so by class
     res.busiest_links = busiest_link_classes(net, fold, engine.link_bytes(), run.options.busiest_links, res.stats.end_s);
-    res.class_bytes = fold.bytes_by_class(net, engine.link_bytes());
-  } else {
-    const std::vector<double> link_bytes = fold.expand_links(engine.link_bytes());
-    res.busiest_links = busiest_links(net, link_bytes, run.options.busiest_links, res.stats.end_s);
-    res.class_bytes = bytes_per_link_class(net, link_bytes);
-  }
+  else
+    res.busiest_links =
+        busiest_links(net, fold.expand_links(engine.link_bytes()), run.options.busiest_links, res.stats.end_s);
   if (trace) {
     const int traced = run.options.trace_ranks > 0 ? std::min(run.options.trace_ranks, ranks) : ranks;
     trace->add_run(to_string(strategy), run_index, net, engine, tasks, traced, fold);
@@ -153,7 +154,7 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   RunCache cache;
-  const bool parts = options.trace == nullptr && rep.gpus() >= c.parts_from_gpus;
+  const bool parts = options.trace == nullptr && use_parts(rep, c);
   const Run run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, parts};
 
   // Every layout is checked before anything is simulated, so bad input fails fast.
@@ -224,7 +225,7 @@ auto on_setup(const StepSetup& setup, const StepConfig& config, RunCache& cache,
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   const StepOptions options;
-  return job(Run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, rep.gpus() >= c.parts_from_gpus});
+  return job(Run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, use_parts(rep, c)});
 }
 
 }  // namespace
@@ -344,9 +345,7 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
     plan = plan_part(mode, *cluster.file().templ, *cluster.skeleton(), ranks, traffic, &skeleton_moves);
   if (plan) {
     p.part = part_holding(cluster, plan->nodes);
-    p.choice = std::move(plan->on_skeleton);
-    p.choice.fold = fold_on_part(p.choice.fold, *cluster.skeleton(), *p.part);
-    p.choice.use.link_classes = p.choice.fold.link_classes();
+    p.choice = fold_on_part(std::move(plan->on_skeleton), *cluster.skeleton(), *p.part);
   } else {
     p.choice = choose_fold(mode, cluster.whole(), ranks, traffic, &moves);
   }

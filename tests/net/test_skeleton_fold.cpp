@@ -53,10 +53,12 @@ void check_agrees(const TopologyFile& file) {
   const int ranks = static_cast<int>(whole.gpus.size());
   INFO(t.name << " with " << t.nodes << " nodes");
 
-  const RankPlaces places = rank_places(t), read = rank_places(whole);
+  // Rank places from the template, against the graph's nodes and NICs.
+  const RankPlaces places = rank_places(t);
   for (int r = 0; r < ranks; ++r) {
-    CHECK(places.node_of(r) == read.node_of(r));
-    CHECK(places.rail_of(r) == read.rail_of(r));
+    const int nic = whole.vertex(whole.gpus[r]).nic;
+    CHECK(places.node_of(r) == whole.node_of_rank(r));
+    CHECK(places.rail_of(r) == (nic < 0 ? -1 : whole.vertex(VertexId(nic)).rail));
   }
 
   // Whole links on the skeleton: fabric links by their switches' names, NIC ports by node and NIC.
