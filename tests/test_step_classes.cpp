@@ -158,6 +158,18 @@ TEST_CASE("step classes on a part of the template: every strategy, the busiest l
   CHECK(on_parts * 2 >= checked);
 }
 
+TEST_CASE("step classes on a part of GB200 NVL72 racks: parts hold whole racks") {
+  // System: 8 GB200 NVL72 racks (576 GPUs), two racks per leaf group; SP 8 (2 trays), ZeRO over 8:
+  // the traffic stays within racks, the cluster repeats every rack.
+  // Expectations: every strategy runs on a part (whole racks, the NVLink switch shared by 18
+  // trays) and equals the full engine on the whole build, busiest links included.
+  StepConfig c = job("gb200-nvl72", {.nodes = 144, .nodes_per_leaf = 36, .spines = 2});
+  c.sp = 8;
+  c.zero_group = 8;
+  c.strategies = {Strategy::ulysses, Strategy::basp, Strategy::usp};
+  CHECK(check_same(c, 40) == 3);
+}
+
 TEST_CASE("step classes: groups that straddle the period fall back to the full engine, and say so") {
   // System: 2 GB200 NVL72 racks (144 GPUs): the cluster repeats every rack (72 GPUs).
   // Expectations: SP groups of 16 repeat every 2 nodes, the racks every 18: no shift but the

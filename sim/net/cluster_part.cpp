@@ -44,9 +44,11 @@ int stand_in_node(const TopologyTemplate& t, const RankFold& fold, int node) {
   const int per_leaf = kind == FabricKind::single_switch ? t.nodes
                        : kind == FabricKind::none        ? 1
                                                          : t.fabric.nodes_per_leaf;
-  // Never a representative node: the sources are there, and a destination in a source's node
-  // routes over its NVLink instead.
-  const int step = std::max(fold.step_nodes, 1), first = std::max(node - node % per_leaf, step);
+  // Never in a representative node's NVLink domain: the sources are there, and a destination in
+  // a source's domain routes over its NVLink instead.
+  const int per_domain = t.node.kind == NodeKind::nvswitch ? t.node.domain_nodes : 1;
+  const int step = std::max(fold.step_nodes, 1);
+  const int first = std::max(node - node % per_leaf, (step + per_domain - 1) / per_domain * per_domain);
   for (int m = first; m < node; ++m)
     if (m % step == node % step) return m;
   return node;
@@ -166,7 +168,9 @@ ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> a
   const TopologyTemplate& t = *file_.templ;
   skeleton_ = build_skeleton(t);
   if (!skeleton_ || t.nodes < 2) return;
-  sample_ = build_topology(t, NodeSubset{{0}, {}});
+  NodeSubset first_domain;
+  for (int n = 0; n == 0 || nvlink_domain_of(t, n) == 0; ++n) first_domain.nodes.push_back(n);
+  sample_ = build_topology(t, first_domain);
   if (adjust_) adjust_(*sample_);
 }
 
@@ -187,6 +191,18 @@ const Topology& ClusterBuilds::whole() const {
 
 const Topology& ClusterBuilds::sample() const { return sample_ ? *sample_ : whole(); }
 
+std::vector<int> whole_domains(const TopologyTemplate& t, const std::vector<int>& nodes) {
+  const int per_domain = t.node.kind == NodeKind::nvswitch ? t.node.domain_nodes : 1;
+  if (per_domain == 1) return nodes;
+  std::vector<int> out;
+  for (int n : nodes) {
+    const int first = n - n % per_domain;
+    if (!out.empty() && out.back() >= first) continue;  // ascending: its domain is in already
+    for (int m = first; m < first + per_domain; ++m) out.push_back(m);
+  }
+  return out;
+}
+
 std::optional<PartPlan> plan_part(EngineMode mode, const TopologyTemplate& t, const Topology& skeleton, int ranks,
                                   std::span<const TrafficGroups> traffic, MoveCache* cache, bool stand_ins) {
   const RankPlaces places = rank_places(t);
@@ -195,7 +211,7 @@ std::optional<PartPlan> plan_part(EngineMode mode, const TopologyTemplate& t, co
   const RankFold& fold = found.fold;
   std::function<int(int)> stand_in;
   if (stand_ins) stand_in = [&](int node) { return stand_in_node(t, fold, node); };
-  std::vector<int> nodes = part_nodes(fold, places, traffic, stand_in);
+  std::vector<int> nodes = whole_domains(t, part_nodes(fold, places, traffic, stand_in));
   if (static_cast<int>(nodes.size()) == t.nodes) return std::nullopt;
   return PartPlan{std::move(found), std::move(nodes)};
 }

@@ -25,11 +25,15 @@ namespace basp {
 std::vector<int> part_nodes(const RankFold& fold, const RankPlaces& places, std::span<const TrafficGroups> traffic,
                             const std::function<int(int)>& stand_in = {});
 
+// `nodes` (ascending) with every other node of their NVLink domains: what a part must hold.
+std::vector<int> whole_domains(const TopologyTemplate& t, const std::vector<int>& nodes);
+
 // Where an all-to-all's destination outside the part is routed: the first node of its leaf group
-// with its residue modulo the fold's step that is not a representative (a source). Exact for the class engine: the route to a GPU of the
-// stand-in crosses the same fabric links (same leaves for every NIC, same PXN proxy) and links at
-// the same positions of a node in the same class; latencies are equal. Not for per-link sums of
-// one rank's load (the planner's bounds): two destinations share the stand-in's links.
+// with its residue modulo the fold's step outside the representatives' NVLink domains. Exact for
+// the class engine: the route to a GPU of the stand-in crosses the same fabric links (same leaves
+// for every NIC, same PXN proxy) and links at the same positions of a node in the same class;
+// latencies are equal. Not for per-link sums of one rank's load (the planner's bounds): two
+// destinations share the stand-in's links.
 int stand_in_node(const TopologyTemplate& t, const RankFold& fold, int node);
 // The part's rank of every cluster rank (node-major): its own, its stand-in's, or -1 (Router).
 std::vector<int> part_ranks(const Topology& part, const TopologyTemplate& t, const RankFold& fold, int ranks);

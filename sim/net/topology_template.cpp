@@ -268,19 +268,31 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
   return topo;
 }
 
-std::optional<Topology> build_skeleton(const TopologyTemplate& t) {
+Topology build_skeleton(const TopologyTemplate& t) {
   check_template(t);
-  if (t.node.kind == NodeKind::nvswitch && t.node.domain_nodes > 1) return std::nullopt;
   Topology topo = topology_shell(t);
   topo.nodes = t.nodes;
   topo.gpus_per_node = t.node.gpus;
   std::vector<NodeDevices> nodes;
+  std::vector<VertexId> stubs;
   nodes.reserve(t.nodes);
   for (int n = 0; n < t.nodes; ++n) {
-    const VertexId stub = add_vertex(topo, {"n" + std::to_string(n), VertexKind::host, n});
-    nodes.push_back({n, 1.0, {}, std::vector<VertexId>(std::max(t.node.nics, 0), stub)});
+    stubs.push_back(add_vertex(topo, {"n" + std::to_string(n), VertexKind::host, n}));
+    nodes.push_back({n, 1.0, {}, std::vector<VertexId>(std::max(t.node.nics, 0), stubs.back())});
   }
   build_fabric(topo, t, nodes);
+  // A shared NVLink domain (GB200 NVL72) joins its nodes' stubs, each by one link that stands for
+  // the node's GPU ports, after the NIC ports: a move keeps the skeleton only if it maps whole
+  // domains onto domains, which is what keeps the nodes' GPU links onto each other's.
+  if (t.node.kind == NodeKind::nvswitch && t.node.domain_nodes > 1) {
+    VertexId sw = 0;
+    for (int n = 0; n < t.nodes; ++n) {
+      if (n % t.node.domain_nodes == 0)
+        sw = add_vertex(topo, {"domain" + std::to_string(n / t.node.domain_nodes) + ".nvswitch", VertexKind::nvswitch, -1});
+      add_duplex(topo, stubs[n], sw,
+                 t.node.gpus * t.node.nvlink_Bps, t.node.nvlink_latency_s, LinkClass::nvlink);
+    }
+  }
   return topo;
 }
 

@@ -82,9 +82,9 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset);
 int nvlink_domain_of(const TopologyTemplate& t, int node);
 
 // The template's fabric with each node reduced to one vertex (a stub, kind host) that holds the
-// node's NIC ports in NIC order: all that moves of whole nodes can change, since every node is
-// built alike. Not routable (no GPUs; `gpus_per_node` and `nodes` are the cluster's). Templates
-// whose NVLink domains span nodes have no skeleton (nodes are not self-contained): nullopt.
-std::optional<Topology> build_skeleton(const TopologyTemplate& t);
+// node's NIC ports in NIC order, then, where NVLink domains span nodes, one link to its domain's
+// switch: all that moves of whole nodes can change, since every node is built alike. Not routable
+// (no GPUs; `gpus_per_node` and `nodes` are the cluster's).
+Topology build_skeleton(const TopologyTemplate& t);
 
 }  // namespace basp

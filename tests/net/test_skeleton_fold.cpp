@@ -1,8 +1,10 @@
-// Symmetry classes found on a template's skeleton (its fabric and one stub per node) against the
-// search on the whole build: the same group, the same classes of fabric and NIC-port links, and
-// node links classed as their representative node's, on every shipped template with a skeleton.
+// Symmetry classes found on a template's skeleton (its fabric and one stub per node, joined to its
+// NVLink domain's switch where domains span nodes) against the search on the whole build: the same
+// group, the same classes of fabric, NIC-port and domain links, and node links classed as their
+// representative node's, on every shipped template.
 #include "collective_run.hpp"
 #include "collectives.hpp"
+#include "helpers.hpp"
 #include "nccl_rings.hpp"
 #include "rank_fold.hpp"
 #include "topology_file.hpp"
@@ -48,8 +50,7 @@ std::vector<Traffic> patterns(int ranks, int per_node) {
 void check_agrees(const TopologyFile& file) {
   const TopologyTemplate& t = *file.templ;
   const Topology whole = build_topology(t);
-  const std::optional<Topology> skeleton = build_skeleton(t);
-  REQUIRE(skeleton);
+  const Topology skeleton = build_skeleton(t);
   const int ranks = static_cast<int>(whole.gpus.size());
   INFO(t.name << " with " << t.nodes << " nodes");
 
@@ -64,12 +65,23 @@ void check_agrees(const TopologyFile& file) {
   // Whole links on the skeleton: fabric links by their switches' names, NIC ports by node and NIC.
   std::map<std::pair<std::string, std::string>, int> skeleton_link;
   std::map<std::pair<int, int>, std::vector<int>> ports;  // (node, 0 up / 1 down) -> links in NIC order
-  for (int l = 0; l < skeleton->link_count(); ++l) {
-    const Vertex &a = skeleton->vertex(skeleton->link(l).from), &b = skeleton->vertex(skeleton->link(l).to);
+  for (int l = 0; l < skeleton.link_count(); ++l) {
+    const Vertex &a = skeleton.vertex(skeleton.link(l).from), &b = skeleton.vertex(skeleton.link(l).to);
     if (a.node >= 0) ports[{a.node, 0}].push_back(l);
     else if (b.node >= 0) ports[{b.node, 1}].push_back(l);
     else REQUIRE(skeleton_link.emplace(std::pair{a.name, b.name}, l).second);
   }
+  const bool shared_domain = t.node.kind == NodeKind::nvswitch && t.node.domain_nodes > 1;
+  // The link between node n's first GPU and its domain's switch (dir 0: up, 1: down).
+  auto first_gpu_link = [&](int n, int dir) {
+    const VertexId gpu = whole.gpus[std::size_t(n) * whole.gpus_per_node];
+    for (int l = 0; l < whole.link_count(); ++l) {
+      const Link& k = whole.link(l);
+      const VertexId other = dir == 0 ? k.to : k.from;
+      if ((dir == 0 ? k.from : k.to) == gpu && whole.vertex(other).kind == VertexKind::nvswitch) return l;
+    }
+    return -1;
+  };
   std::vector<int> on_skeleton(whole.link_count(), -1);
   std::map<int, std::vector<int>> node_links;  // links of each node's devices, NIC ports included
   for (int l = 0; l < whole.link_count(); ++l) {
@@ -78,6 +90,11 @@ void check_agrees(const TopologyFile& file) {
     if (a.node < 0 && b.node < 0) on_skeleton[l] = skeleton_link.at({a.name, b.name});
     else if (a.kind == VertexKind::nic && b.node < 0) on_skeleton[l] = ports.at({a.node, 0}).at(a.rail);
     else if (b.kind == VertexKind::nic && a.node < 0) on_skeleton[l] = ports.at({b.node, 1}).at(b.rail);
+    // A shared NVLink domain: the stub's last port stands for the node's GPU links; its first GPU's.
+    else if (shared_domain && a.kind == VertexKind::gpu && l == first_gpu_link(a.node, 0))
+      on_skeleton[l] = ports.at({a.node, 0}).back();
+    else if (shared_domain && b.kind == VertexKind::gpu && l == first_gpu_link(b.node, 1))
+      on_skeleton[l] = ports.at({b.node, 1}).back();
   }
 
   int folded = 0;
@@ -86,7 +103,7 @@ void check_agrees(const TopologyFile& file) {
     std::vector<TrafficGroups> traffic;
     for (std::size_t k = 0; k < p.groups.size(); ++k) traffic.push_back({&p.groups[k], p.kinds[k]});
     const FoldChoice a = choose_fold(EngineMode::automatic, whole, ranks, traffic);
-    const FoldChoice b = choose_fold_on_skeleton(EngineMode::automatic, *skeleton, places, ranks, traffic);
+    const FoldChoice b = choose_fold_on_skeleton(EngineMode::automatic, skeleton, places, ranks, traffic);
     CHECK(b.use.engine == a.use.engine);
     CHECK(b.use.why == a.use.why);
     CHECK(b.use.rank_classes == a.use.rank_classes);
@@ -152,7 +169,7 @@ TEST_CASE("skeleton: no symmetry on the skeleton where the whole build has none"
     const auto groups = make_groups(ranks, 1, Placement::contiguous);
     const TrafficGroups traffic[] = {{&groups, GroupTraffic::all_pairs}};
     const FoldChoice a = choose_fold(EngineMode::automatic, whole, ranks, traffic);
-    const FoldChoice b = choose_fold_on_skeleton(EngineMode::automatic, *build_skeleton(*f.templ),
+    const FoldChoice b = choose_fold_on_skeleton(EngineMode::automatic, build_skeleton(*f.templ),
                                                  rank_places(*f.templ), ranks, traffic);
     CHECK(a.use.engine == "full");
     CHECK(b.use.engine == "full");
@@ -160,9 +177,35 @@ TEST_CASE("skeleton: no symmetry on the skeleton where the whole build has none"
   }
 }
 
-TEST_CASE("skeleton: NVLink domains across nodes have none") {
-  // System: GB200 NVL72 (18 trays share one NVLink domain). Expectation: no skeleton.
-  CHECK_FALSE(build_skeleton(*file("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 18, .spines = 2}).templ));
+// GB200 NVL72 racks (18 trays of 4 GPUs in one NVLink domain) over a fabric given inline.
+std::string nvl72_yaml(const std::string& name, int nodes, const std::string& fabric) {
+  return "name: " + name + "\ngpu: GB200\nnodes: " + std::to_string(nodes) + R"(
+node:
+  kind: nvswitch
+  gpus: 4
+  nvlink: {bandwidth: 900 GB/s, latency: 1 us, domain_nodes: 18}
+  pcie: {bandwidth: 64 GB/s, latency: 0.5 us, switches: 0, sockets: 2, inter_socket_bandwidth: 300 GB/s,
+         inter_socket_latency: 0.3 us}
+  nics: {count: 4, bandwidth: 400 Gb/s}
+fabric:
+)" + fabric;
+}
+const std::string three_tier = "  kind: three-tier\n  latency: 0.5 us\n  nodes_per_leaf: 18\n  spines: 2\n";
+const std::string two_racks_per_leaf = "  kind: three-tier\n  latency: 0.5 us\n  nodes_per_leaf: 36\n  spines: 2\n";
+const std::string one_switch = "  kind: single-switch\n  latency: 0.5 us\n";
+
+TEST_CASE("skeleton: NVLink domains across nodes (GB200 NVL72)") {
+  // Systems: racks of 18 trays under a rail fabric (leaves of 18, 9 and 36 trays, so domains fill,
+  // split or share leaves), a three-tier rail fabric, and one switch (every tray interchangeable
+  // within its rack: node steps smaller than a domain).
+  // Expectations: for every traffic pattern, the whole build's engine, reason, group and classes;
+  // domain links classed as the nodes they join.
+  check_agrees(file("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 18, .spines = 2}));
+  check_agrees(file("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 9, .spines = 2}));
+  check_agrees(file("gb200-nvl72", {.nodes = 72, .nodes_per_leaf = 36, .spines = 2}));
+  const test::TempFile tiers(nvl72_yaml("nvl72-3tier", 72, three_tier)), one(nvl72_yaml("nvl72-switch", 54, one_switch));
+  check_agrees(read_topology_file(tiers.path));
+  check_agrees(read_topology_file(one.path));
 }
 
 namespace {
@@ -222,4 +265,17 @@ TEST_CASE("parts: collectives on a part of a template equal the full engine on t
   }
   CHECK(check_part_matrix(file("dgx-h100", {.nodes = 16, .oversubscription = 2.0, .nodes_per_leaf = 4, .spines = 2})) > 0);
   CHECK(check_part_matrix(file("dgx-a100-superpod", {.nodes = 8, .nodes_per_leaf = 4, .spines = 2})) > 0);
+}
+
+TEST_CASE("parts: collectives on parts of GB200 NVL72 clusters equal the full engine") {
+  // Systems: racks of 18 trays over a rail fabric and a three-tier one (two racks per leaf group,
+  // so that a leaf has stand-ins outside the sources' racks), and over one switch, where trays
+  // rotate within their rack (a node step of 1): parts hold whole racks, and a stand-in is never
+  // in a source's rack (it would route over NVLink).
+  // Expectations: as above, with runs on parts in each.
+  CHECK(check_part_matrix(file("gb200-nvl72", {.nodes = 144, .nodes_per_leaf = 36, .spines = 2})) > 0);
+  const test::TempFile tiers(nvl72_yaml("nvl72-3tier", 144, two_racks_per_leaf)),
+      one(nvl72_yaml("nvl72-switch", 180, one_switch));
+  CHECK(check_part_matrix(read_topology_file(tiers.path)) > 0);
+  CHECK(check_part_matrix(read_topology_file(one.path)) > 0);
 }
