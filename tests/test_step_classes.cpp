@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 using namespace basp;
 
@@ -168,6 +169,35 @@ TEST_CASE("step classes on a part of GB200 NVL72 racks: parts hold whole racks")
   c.zero_group = 8;
   c.strategies = {Strategy::ulysses, Strategy::basp, Strategy::usp};
   CHECK(check_same(c, 40) == 3);
+}
+
+TEST_CASE("step classes on a part: --trace writes what the whole build's classes write") {
+  // Systems: the 16-node DGX H100 job and the 8 NVL72 racks above, every GPU traced.
+  // Expectations: the trace from parts of the template (no whole build) is the whole build's,
+  // byte for byte: the same spans per GPU with their nodes, the same busiest links by name.
+  StepConfig dgx = job("dgx-h100", {.nodes = 16, .nodes_per_leaf = 2, .spines = 2});
+  dgx.sp = 16;
+  dgx.zero_group = 16;
+  dgx.strategies = {Strategy::ulysses, Strategy::basp, Strategy::ring};
+  StepConfig nvl = job("gb200-nvl72", {.nodes = 144, .nodes_per_leaf = 36, .spines = 2});
+  nvl.sp = 8;
+  nvl.zero_group = 8;
+  nvl.strategies = {Strategy::ulysses, Strategy::basp};
+  for (StepConfig c : {dgx, nvl}) {
+    INFO(c.topology);
+    std::ostringstream whole, parts;
+    StepOptions options;
+    options.trace_ranks = 0;
+    options.trace = &whole;
+    const StepReport a = simulate_step(c, options);
+    c.parts_from_gpus = 1;
+    options.trace = &parts;
+    const StepReport b = simulate_step(c, options);
+    for (const StrategyResult& r : b.results) CHECK(r.busiest_links.front().link < 0);  // on a part
+    for (const StrategyResult& r : a.results) CHECK(r.busiest_links.front().link >= 0);
+    CHECK(whole.str().size() > 10000);
+    CHECK(parts.str() == whole.str());
+  }
 }
 
 TEST_CASE("step classes: groups that straddle the period fall back to the full engine, and say so") {

@@ -28,7 +28,7 @@ struct Run {
   const ZeroPlan& zero;
   const StepOptions& options;
   RunCache& cache;  // node moves, folds and routes, derived once for all strategies
-  bool parts;       // a template may run on parts of it (not when tracing: traces name whole-cluster links)
+  bool parts;       // a template may run on parts of it
 };
 
 // Whether the class engine may run on parts of the cluster (StepConfig::parts_from_gpus).
@@ -154,7 +154,7 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   const ZeroPlan zero{c.zero, c.zero_group};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   RunCache cache;
-  const bool parts = options.trace == nullptr && use_parts(rep, c);
+  const bool parts = use_parts(rep, c);
   const Run run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, parts};
 
   // Every layout is checked before anything is simulated, so bad input fails fast.

@@ -23,6 +23,11 @@ std::string number(double v) {
   return buf;
 }
 
+// A part of a template numbers its own ranks; the trace's are the cluster's, node-major.
+int node_of(const Topology& topo, int rank) {
+  return topo.cluster_ranks.empty() ? topo.node_of_rank(rank) : rank / topo.gpus_per_node;
+}
+
 }  // namespace
 
 TraceWriter::TraceWriter(std::ostream& out) : out_(out) { out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"; }
@@ -41,7 +46,7 @@ void TraceWriter::add_run(std::string_view strategy, int run_index, const Topolo
     event_prefix();
     out_ << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << pid << ",\"args\":{\"name\":"
          << quoted(std::string(strategy) + " · GPU " + std::to_string(r) + " (node " +
-                   std::to_string(topo.node_of_rank(r)) + ")")
+                   std::to_string(node_of(topo, r)) + ")")
          << "}}";
     event_prefix();
     out_ << "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" << pid << ",\"args\":{\"sort_index\":" << pid << "}}";

@@ -16,7 +16,8 @@ class TraceWriter {
  public:
   explicit TraceWriter(std::ostream& out);
   // One simulated step: `ranks` first ranks' spans, and the link samples the engine recorded (on a
-  // quotient: of link classes, shown as their representative links).
+  // quotient: of link classes, shown as their representative links; on a part of a template, its
+  // links, named as in the cluster).
   void add_run(std::string_view strategy, int run_index, const Topology& topo, const Engine& engine,
                const StepTasks& tasks, int ranks, const RankFold& fold);
   void finish();  // closes the JSON document
