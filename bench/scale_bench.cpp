@@ -30,6 +30,7 @@ const Case cases[] = {
     {"step, 16,384 GPUs", "dgx-h100", 2048, true, classes, 2.0, 1000.0 / 1.048576},
     {"step, 3 tiers, 131,072 GPUs", "dgx-h100-3tier", 16384, true, classes, 10.0, 4000.0 / 1.048576},
     {"step, 3 tiers, 1,048,576 GPUs", "dgx-h100-3tier", 131072, true, classes, 60.0, 0},
+    {"step, GB200 NVL72, 131,328 GPUs", "gb200-nvl72", 32832, true, classes, 0, 0},
 };
 
 // llama-3.1-8b, 32K tokens, B = 4, SP 32, ZeRO-3 over 32: the scale issue's job.
