@@ -142,10 +142,10 @@ int run_collective(const CollectiveArgs& a) {
               topo.name.c_str(), gpus, nodes, topo.gpus_per_node,
               topo.gpu_kind.c_str(), a.placement.c_str());
   std::printf("# calibration %s (link capacities below are effective ones)\n", cal.name.c_str());
-  std::printf("# routing: ecmp %s, cross-rail %s; software: launch %s, per peer %s\n",
+  std::printf("# routing: ecmp %s, cross-rail %s; software: launch %s, per peer %s, local copy %.0f GB/s\n",
               topo.routing.ecmp == EcmpMode::split ? "split" : "hash",
               topo.routing.cross_rail == CrossRail::pxn ? "pxn" : "spine", format_time(topo.software.launch_s).c_str(),
-              format_time(topo.software.per_peer_s).c_str());
+              format_time(topo.software.per_peer_s).c_str(), topo.software.local_copy_Bps / 1e9);
   std::printf("# size: %s (nccl-tests convention); time: entry to the slowest rank's return\n#\n",
               a.op == "alltoall" || a.op == "reducescatter" ? "per-rank send buffer"
               : a.op == "allgather"                        ? "per-rank receive buffer"

@@ -95,6 +95,7 @@ nlohmann::ordered_json config_json(const StepReport& r) {
             {"links", links},
             {"launch_overhead_s", r.topology().software.launch_s},
             {"per_peer_overhead_s", r.topology().software.per_peer_s},
+            {"local_copy_Bps", r.topology().software.local_copy_Bps},
             {"compute_efficiency",
              {{"gemm", cal.compute.gemm},
               {"attention_forward", cal.compute.attention_forward},

@@ -5,6 +5,7 @@
 
 #include "input_error.hpp"
 #include "cost_model.hpp"
+#include "gpu_kind.hpp"
 #include "model.hpp"
 #include "step_graph.hpp"
 #include "step_run.hpp"
@@ -94,6 +95,28 @@ TEST_CASE("step: Ulysses exchanges are N-way - BASP's are K-way inside the node"
   CHECK(b.step_s < u.step_s);
   CHECK(*b.speedup_vs_ulysses == Approx(u.step_s / b.step_s));
   CHECK(b.tokens_per_s == Approx(b.layout.sequences * 16384 / b.step_s));
+}
+
+TEST_CASE("step: BASP with groups of one rank (K = 1) still pays a launch and a local copy per exchange") {
+  // System: the paper cluster (8 GPUs), Llama-3.2-1B, B = N = 8: every BASP group is one rank.
+  // Expectations: the local copy rate is the GPU's HBM bandwidth times the calibration's memory
+  // efficiency, halved (read and write); each layer makes 8 all-to-all calls (Q, K, V, O forward;
+  // dO, dQ, dK, dV backward), each its launch (no peers) and the copy of its buffer, back to back
+  // on the compute stream and sharing nothing: a2a = layers · (8 launch + (4 q + 4 kv) / rate).
+  StepConfig c = paper("llama-3.2-1b", {Strategy::basp});
+  c.batch = 8;
+  const StepReport rep = simulate_step(c);
+  const StrategyResult& b = result(rep, Strategy::basp);
+  REQUIRE(b.layout.a2a_size == 1);
+  CHECK(b.layout.a2a);
+  const SoftwareCosts& sw = rep.topology().software;
+  const GpuKind* gpu = lookup_gpu_kind(rep.gpu_kind);
+  REQUIRE(gpu);
+  CHECK(sw.local_copy_Bps == Approx(gpu->hbm_Bps * rep.calibration.compute.memory / 2).epsilon(1e-15));
+  const double layers = rep.model.layers;
+  const double expected = layers * (8 * sw.launch_s + (4 * b.layout.q_bytes + 4 * b.layout.kv_bytes) / sw.local_copy_Bps);
+  CHECK(b.a2a_s == Approx(expected).epsilon(1e-9));
+  CHECK(b.stats.flows > 0);  // ZeRO's, not the exchange's
 }
 
 TEST_CASE("step: KV heads are replicated when fewer than the all-to-all group") {

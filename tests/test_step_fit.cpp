@@ -2,6 +2,8 @@
 // the shipped paper calibration is the least-squares fit of the published figures, and bad
 // step files or fit requests are refused with the file and field.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -190,15 +192,19 @@ TEST_CASE("step fit: fits that cannot work are refused") {
   m.steps[0].models = {"no-such-model"};
   CHECK_THROWS_WITH(fit_step("paper-a100-2x4", {}, start, m, {"links.nic.efficiency"}),
                     Catch::Contains("synthetic") && Catch::Contains("no-such-model"));
-  // More ranks than the cluster has GPUs; a reduction where BASP has nothing to exchange.
+  // More ranks than the cluster has GPUs.
   m.steps[0].models = {"llama-3.2-1b"};
   m.step_settings[0].sp = 16;
   CHECK_THROWS_WITH(predict_step_figures("paper-a100-2x4", {}, start, m), Catch::Contains("config.sp"));
+  // Groups of one rank (batch = sp) still copy their slice and launch the call: a finite
+  // reduction, far above the network's (a copy in HBM against a transfer over NVLink).
   m.step_settings[0].sp = 2;
   m.step_settings[0].batch = 2;
   m.steps[0].quantity = "a2a_reduction";
-  CHECK_THROWS_WITH(predict_step_figures("paper-a100-2x4", {}, start, m),
-                    Catch::Contains("results[0].quantity") && Catch::Contains("one rank"));
+  const std::vector<double> k1 = predict_step_figures("paper-a100-2x4", {}, start, m);
+  REQUIRE(k1.size() == 1);
+  CHECK(std::isfinite(k1[0]));
+  CHECK(k1[0] > 2.0);
 }
 
 TEST_CASE("calibrate cli: step figures fit on their own, and --start applies to them only") {

@@ -1,5 +1,6 @@
 // Per-rank transfer bounds: the rank's flows exactly as add_collectives builds them (bytes, waits,
-// multiplicities, routes), reduced to the slowest single flow and the most loaded link.
+// multiplicities, routes), reduced to the slowest single flow and the most loaded link, and for
+// an all-to-all the copy of the rank's own slice, which runs alongside.
 #include "collective_bounds.hpp"
 
 #include <algorithm>
@@ -60,6 +61,7 @@ std::vector<double> call_transfer_bounds(Router& router, const Topology& topo, c
     const std::size_t g = set.group_of(c);
     const auto& group = groups[g];
     const int n = static_cast<int>(group.size());
+    if (op == CollectiveOp::alltoall) out[c] = local_copy_s(topo, size, n);  // alongside its flows
     if (n < 2) continue;
     if (op == CollectiveOp::alltoall) {
       const double chunk = size / n;
@@ -85,7 +87,7 @@ std::vector<double> call_transfer_bounds(Router& router, const Topology& topo, c
       for (const RingEdge& e : plan->into[g])
         if (e.to == c) flows.add(router.route(e.from, e.to), bytes, wait, e.channels);
     }
-    out[c] = flows.finish();
+    out[c] = std::max(out[c], flows.finish());
   }
   return out;
 }

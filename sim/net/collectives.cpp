@@ -177,6 +177,12 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
     const int n = static_cast<int>(set.groups()[set.group_of(c)].size());
     out.call[c] = engine.add_delay(call_overhead_s(topo, op, n));
     if (!entry.empty()) engine.depends(out.call[c], entry[c]);
+    // The rank's own slice, copied alongside its flows (in a group of one, all the call does).
+    if (op == CollectiveOp::alltoall && topo.software.local_copy_Bps > 0.0) {
+      const TaskId copy = engine.add_delay(local_copy_s(topo, size, n));
+      engine.depends(copy, out.call[c]);
+      engine.depends(out.done[c], copy);
+    }
   }
   FlowAdder add{engine, router, fold, out, {}};
   switch (op) {
@@ -188,6 +194,11 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
   }
   for (int c = 0; c < classes; ++c) engine.depends(out.done[c], out.call[c]);
   return out;
+}
+
+double local_copy_s(const Topology& topo, double size_bytes, int n) {
+  const double rate = topo.software.local_copy_Bps;
+  return rate > 0.0 && n > 0 ? size_bytes / n / rate : 0.0;
 }
 
 double call_overhead_s(const Topology& topo, CollectiveOp op, int n) {

@@ -75,6 +75,9 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
 // A rank's launch and per-peer overheads for one call of `op` on a group of n ranks: a delay
 // before its flows, holding no bandwidth.
 double call_overhead_s(const Topology& topo, CollectiveOp op, int n);
+// An all-to-all's copy of a rank's own slice (size/n) within its GPU, after the overheads and
+// alongside its flows (NCCL copies the send to self in the same call); 0 when not modelled.
+double local_copy_s(const Topology& topo, double size_bytes, int n);
 
 // The engine's link capacities for a topology, by link id.
 std::vector<double> link_capacities(const Topology& topo);

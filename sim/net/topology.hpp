@@ -45,6 +45,10 @@ static_assert(std::is_same_v<Graph::vertex_descriptor, VertexId>);
 struct SoftwareCosts {
   double launch_s = 10e-6;    // per collective call (kernel launch, proxy wake-up)
   double per_peer_s = 1e-6;   // per peer of a rank within one call (NCCL's cost grows with peers)
+  // An all-to-all copies a rank's own slice within its HBM: bytes of slice per second (reading and
+  // writing each byte: half the GPU's bandwidth). Set from the GPU kind (apply_calibration);
+  // 0 leaves the copy out (topologies built by hand in tests, whose kind has no bandwidth).
+  double local_copy_Bps = 0.0;
 };
 
 enum class EcmpMode { split, hash };   // equal-cost paths: even split, or one path hashed per flow

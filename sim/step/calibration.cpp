@@ -2,6 +2,8 @@
 // simulator sees only the calibrated capacities, latencies and overheads.
 #include "calibration.hpp"
 
+#include "gpu_kind.hpp"
+
 #include "data_files.hpp"
 #include "yaml_fields.hpp"
 
@@ -80,6 +82,9 @@ void apply_calibration(Topology& topo, const Calibration& cal) {
   }
   if (cal.launch_s) topo.software.launch_s = *cal.launch_s;
   if (cal.per_peer_s) topo.software.per_peer_s = *cal.per_peer_s;
+  // A device-to-device copy is a memory-bound kernel: it reads and writes every byte.
+  if (const GpuKind* gpu = lookup_gpu_kind(topo.gpu_kind))
+    topo.software.local_copy_Bps = gpu->hbm_Bps * cal.compute.memory / 2.0;
 }
 
 }  // namespace basp

@@ -39,7 +39,8 @@ struct Calibration {
 
 // NAME resolves to calibrations/NAME.yaml; "none" gives the documented defaults.
 Calibration load_calibration(const std::string& name_or_path);
-// Scales link capacities, replaces latencies and software costs where the calibration sets them.
+// Scales link capacities, replaces latencies and software costs where the calibration sets them,
+// and sets the all-to-all's local copy rate from the GPU kind's HBM bandwidth and memory efficiency.
 void apply_calibration(Topology& topo, const Calibration& cal);
 
 }  // namespace basp

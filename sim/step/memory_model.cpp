@@ -34,7 +34,7 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Layout& l, const ZeroPl
   const double layer = e * t * per_token;
   b.activations = checkpointing ? m.layers * e * t * d + layer : m.layers * layer;
   b.logits = (e + 4.0) * t * m.vocab;
-  b.buffers = l.a2a_size > 1 ? 2.0 * (l.q_bytes + 2 * l.kv_bytes) : 0.0;
+  b.buffers = l.a2a ? 2.0 * (l.q_bytes + 2 * l.kv_bytes) : 0.0;
   if (l.ring_size > 1) b.buffers += 4.0 * l.ring_kv_bytes;  // two KV blocks, two dK dV blocks
   b.runtime = 2e9;
   return b;

@@ -51,7 +51,7 @@ class StepBuilder {
       for (int r = 0; r < ranks_; ++r) tail->push_back(engine_.add_delay(0.0));
     shard_.emplace(zg.shard, f);
     if (!zg.replica.empty()) replica_.emplace(zg.replica, f);
-    if (l.a2a_size > 1) a2a_.emplace(l.a2a_groups, f);
+    if (l.a2a) a2a_.emplace(l.a2a_groups, f);
     if (l.ring_size > 1) ring_.emplace(l.ring_groups, f);
   }
 
@@ -203,21 +203,21 @@ class StepBuilder {
 
   void layer_forward(int layer, std::uint8_t pass) {
     compute(Label::pre_attention, layer, pass, costs_.pre_attention[0]);
-    if (layout_.a2a_size > 1) {
+    if (layout_.a2a) {
       alltoall(Label::a2a_q, layer, pass, layout_.q_bytes);
       alltoall(Label::a2a_k, layer, pass, layout_.kv_bytes);
       alltoall(Label::a2a_v, layer, pass, layout_.kv_bytes);
     }
     attention(layer, pass);
-    if (layout_.a2a_size > 1) alltoall(Label::a2a_o, layer, pass, layout_.q_bytes);
+    if (layout_.a2a) alltoall(Label::a2a_o, layer, pass, layout_.q_bytes);
     compute(Label::post_attention, layer, pass, costs_.post_attention[0]);
   }
 
   void layer_backward(int layer) {
     compute(Label::post_attention, layer, backward, costs_.post_attention[1]);
-    if (layout_.a2a_size > 1) alltoall(Label::a2a_do, layer, backward, layout_.q_bytes);
+    if (layout_.a2a) alltoall(Label::a2a_do, layer, backward, layout_.q_bytes);
     attention(layer, backward);
-    if (layout_.a2a_size > 1) {
+    if (layout_.a2a) {
       alltoall(Label::a2a_dq, layer, backward, layout_.q_bytes);
       alltoall(Label::a2a_dk, layer, backward, layout_.kv_bytes);
       alltoall(Label::a2a_dv, layer, backward, layout_.kv_bytes);
@@ -290,6 +290,7 @@ ZeroGroups zero_groups(int ranks, const ZeroPlan& z) {
 std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& zero) {
   std::vector<TrafficGroups> t{{&zero.shard, GroupTraffic::nccl_rings}};
   if (!zero.replica.empty()) t.push_back({&zero.replica, GroupTraffic::nccl_rings});
+  // Groups of one only copy within each rank: nothing a move of nodes could fail to keep.
   if (layout.a2a_size > 1) t.push_back({&layout.a2a_groups, GroupTraffic::all_pairs});
   if (layout.ring_size > 1) t.push_back({&layout.ring_groups, GroupTraffic::successor});
   return t;

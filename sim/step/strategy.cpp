@@ -42,6 +42,7 @@ std::vector<std::vector<int>> contiguous(int first, int count, int size) {
 
 void set_alltoall(Layout& l, const ModelSpec& m, int p) {
   l.a2a_size = p;
+  l.a2a = true;
   l.q_bytes = element_bytes * l.tokens_per_rank * m.q_width();
   l.kv_bytes = element_bytes * l.tokens_per_rank * std::max(m.kv_heads, p) * m.head_dim;
 }
@@ -156,6 +157,7 @@ Layout make_layout(const StepConfig& c, const ModelSpec& m, Strategy strategy, i
         }
       }
       set_alltoall(l, m, u);
+      l.a2a = u > 1;  // U = 1 is ring attention alone: its Ulysses part makes no call
       l.ring_size = r;
       l.attention_heads = double(m.heads) / u;
       l.attention_blocks = b;

@@ -20,7 +20,8 @@ struct Layout {
   Strategy strategy = Strategy::ulysses;
   int ranks = 0;        // G
   int sp = 0;           // N: ranks that share one micro-batch of `batch` sequences
-  int a2a_size = 1;     // ranks of one all-to-all group (1: no all-to-all)
+  int a2a_size = 1;     // ranks of one all-to-all group
+  bool a2a = false;     // exchanges by all-to-all, even in groups of one (BASP's K = 1: a local copy and a launch)
   int ring_size = 1;    // ranks of one ring-attention ring (1: no ring)
   std::vector<std::vector<int>> a2a_groups;   // every all-to-all group of the job
   std::vector<std::vector<int>> ring_groups;  // every ring of the job, in ring order

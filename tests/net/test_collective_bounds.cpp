@@ -47,10 +47,21 @@ TEST_CASE("collective bounds: equal to the closed form on one NVSwitch") {
   for (CollectiveOp op : {CollectiveOp::alltoall, CollectiveOp::allgather, CollectiveOp::allreduce})
     CHECK(simulate_collective(t, {.op = op, .size_bytes = S}).time_s ==
           Approx(slowest_bound_s(t, op, 1, Placement::contiguous, S)).epsilon(1e-9));
+  // With a local copy of 10 GB/s: groups of one are their launch and copy, one group of 8 its
+  // overheads and the copy of S/8, which outlasts the flows; bound and simulation agree.
+  Topology c = t;
+  c.software.local_copy_Bps = 10e9;
+  CHECK(slowest_bound_s(c, CollectiveOp::alltoall, 8, Placement::contiguous, S) == Approx(5e-6 + S / 10e9).epsilon(1e-12));
+  CHECK(slowest_bound_s(c, CollectiveOp::alltoall, 1, Placement::contiguous, S) ==
+        Approx(8.5e-6 + S / 8 / 10e9).epsilon(1e-12));
+  for (int groups : {1, 8})
+    CHECK(simulate_collective(c, {.op = CollectiveOp::alltoall, .size_bytes = S, .groups = groups}).time_s ==
+          Approx(slowest_bound_s(c, CollectiveOp::alltoall, groups, Placement::contiguous, S)).epsilon(1e-9));
 }
 
 // System: every shipped multi-GPU topology at a small size, every collective, one to four groups,
-// contiguous and strided, 1 MiB and 64 MiB. Expectations: the simulated call (all groups at once,
+// contiguous and strided, 1 MiB and 64 MiB, with and without a local copy of the all-to-all's own
+// slice. Expectations: the simulated call (all groups at once,
 // sharing the network) never ends before its slowest rank's bound.
 TEST_CASE("collective bounds: never above a simulated call") {
   int checked = 0;
@@ -59,22 +70,24 @@ TEST_CASE("collective bounds: never above a simulated call") {
     TopologyOverrides o;
     if (std::string(name) == "gb200-nvl72") o.nodes = 18;
     else if (std::string(name) != "pcie-8gpu") o.nodes = 4;
-    const Topology t = load_topology(name, o);
+    Topology t = load_topology(name, o);
     const int ranks = static_cast<int>(t.gpus.size());
     for (CollectiveOp op : {CollectiveOp::alltoall, CollectiveOp::allgather, CollectiveOp::reducescatter,
                             CollectiveOp::allreduce, CollectiveOp::sendrecv})
       for (int groups : {1, 2, 4})
         for (Placement p : {Placement::contiguous, Placement::strided})
-          for (double size : {1048576.0, S}) {
-            if (ranks % groups != 0 || (groups == 1 && p == Placement::strided)) continue;
-            CAPTURE(name, static_cast<int>(op), groups, static_cast<int>(p), size);
-            const double simulated =
-                simulate_collective(t, {.op = op, .size_bytes = size, .groups = groups, .placement = p}).time_s;
-            const double bound = slowest_bound_s(t, op, groups, p, size);
-            CHECK(bound <= simulated * (1 + 1e-9));
-            CHECK(bound > 0.0);
-            ++checked;
-          }
+          for (double size : {1048576.0, S})
+            for (double copy_Bps : {0.0, 50e9}) {  // without and with a local copy
+              if (ranks % groups != 0 || (groups == 1 && p == Placement::strided)) continue;
+              t.software.local_copy_Bps = copy_Bps;
+              CAPTURE(name, static_cast<int>(op), groups, static_cast<int>(p), size, copy_Bps);
+              const double simulated =
+                  simulate_collective(t, {.op = op, .size_bytes = size, .groups = groups, .placement = p}).time_s;
+              const double bound = slowest_bound_s(t, op, groups, p, size);
+              CHECK(bound <= simulated * (1 + 1e-9));
+              CHECK(bound > 0.0);
+              ++checked;
+            }
   }
-  CHECK(checked == 300);  // 6 topologies × 5 ops × 5 group layouts × 2 sizes
+  CHECK(checked == 600);  // 6 topologies × 5 ops × 5 group layouts × 2 sizes × 2 copy rates
 }

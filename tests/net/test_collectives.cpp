@@ -31,6 +31,28 @@ TEST_CASE("all-to-all on one NVSwitch matches its closed form") {
   CHECK(r.busbw_Bps == Approx(r.algbw_Bps * 7 / 8));
 }
 
+TEST_CASE("all-to-all copies each rank's own slice in its HBM, alongside its flows") {
+  // System: as above, with a local copy of 10 GB/s (slower than the port's share) or 1 TB/s.
+  // Expectations: in groups of one a call is its launch and the copy of the whole buffer:
+  // 5 us + S / 10 GB/s. In one group of 8 the copy of S/8 starts after the overheads (8.5 us)
+  // and outlasts the flows: 8.5 us + (S/8) / 10 GB/s. At 1 TB/s the flows set the time, as
+  // without a copy: 8.5 + 2 us + (S/8)·7 / 100 GB/s.
+  Topology t = load_topology(data("nvswitch-8gpu.yaml"));
+  t.software.local_copy_Bps = 10e9;
+  const auto ones = simulate_collective(t, {.op = CollectiveOp::alltoall, .size_bytes = S, .groups = 8});
+  CHECK(ones.time_s == Approx(5e-6 + S / 10e9).epsilon(1e-12));
+  CHECK(ones.stats.flows == 0);
+  const auto slow = simulate_collective(t, {.op = CollectiveOp::alltoall, .size_bytes = S});
+  CHECK(slow.time_s == Approx(8.5e-6 + S / 8 / 10e9).epsilon(1e-12));
+  t.software.local_copy_Bps = 1e12;
+  const auto fast = simulate_collective(t, {.op = CollectiveOp::alltoall, .size_bytes = S});
+  CHECK(fast.time_s == Approx(8.5e-6 + 2e-6 + S / 8 * 7 / 100e9).epsilon(1e-9));
+  // Other collectives copy nothing of their own.
+  t.software.local_copy_Bps = 10e9;
+  CHECK(simulate_collective(t, {.op = CollectiveOp::allgather, .size_bytes = S}).time_s ==
+        Approx(5.5e-6 + 7 * 2e-6 + 7.0 / 8 * S / 100e9).epsilon(1e-9));
+}
+
 TEST_CASE("ring all-gather - reduce-scatter and all-reduce match their closed forms") {
   // System: as above; one ring 0..7 (one node, one channel), each edge a pipelined flow.
   // Expectations: all-gather = launch + 1 peer + 7 steps of 2 us + (7/8)·S at 100 GB/s;
