@@ -5,7 +5,11 @@
 #include "input_error.hpp"
 #include "units.hpp"
 
+#include <cmath>
 #include <cstdio>
+#include <string>
+#include <tuple>
+#include <utility>
 
 namespace basp::cli {
 
@@ -48,7 +52,40 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
                  "auto: symmetry classes when they are exact, else every rank and flow; classes: demand them; "
                  "full: every rank and flow (docs/symmetry.md)")
       ->check(CLI::IsMember({"auto", "classes", "full"}))->capture_default_str();
+  app.add_option("--compute-jitter", a.compute_jitter,
+                 "Stragglers: each GPU's compute per layer and pass times a factor drawn from [1-J, 1+J] (0 = none)")
+      ->capture_default_str();
+  app.add_option("--slow-gpus", a.slow_gpus,
+                 "Stragglers: FRACTION:FACTOR, e.g. 0.01:1.5 (that share of the GPUs, at least one, computes FACTOR "
+                 "times slower)");
+  app.add_option("--slow-links", a.slow_links,
+                 "Stragglers: FRACTION:FACTOR (that share of the network's links, NIC ports and fabric trunks, at "
+                 "least one, carries 1/FACTOR of its capacity)");
+  app.add_option("--seed", a.seed, "Which GPUs and links are slow, and the jitter's draws")->capture_default_str();
 }
+
+namespace {
+
+// "FRACTION:FACTOR" (both plain numbers); ranges are checked with the rest of the job.
+std::pair<double, double> fraction_and_factor(const std::string& text, const std::string& flag) {
+  const auto colon = text.find(':');
+  auto number = [&](const std::string& part) {
+    std::size_t used = 0;
+    double v = 0.0;
+    try {
+      v = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size() || !std::isfinite(v))
+      throw InputError("", 0, flag, "'" + text + "' is not FRACTION:FACTOR (e.g. 0.01:1.5)");
+    return v;
+  };
+  if (colon == std::string::npos) throw InputError("", 0, flag, "'" + text + "' is not FRACTION:FACTOR (e.g. 0.01:1.5)");
+  return {number(text.substr(0, colon)), number(text.substr(colon + 1))};
+}
+
+}  // namespace
 
 std::vector<Strategy> parse_strategies(const std::vector<std::string>& names) {
   std::vector<Strategy> out;
@@ -83,6 +120,13 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.accumulation = a.accumulation;
   c.layers_simulated = a.layers_simulated;
   c.engine = *parse_engine_mode(a.engine);  // CLI11 checked membership
+  c.stragglers.compute_jitter = a.compute_jitter;
+  if (!a.slow_gpus.empty())
+    std::tie(c.stragglers.slow_gpu_fraction, c.stragglers.slow_gpu_factor) = fraction_and_factor(a.slow_gpus, "--slow-gpus");
+  if (!a.slow_links.empty())
+    std::tie(c.stragglers.slow_link_fraction, c.stragglers.slow_link_factor) =
+        fraction_and_factor(a.slow_links, "--slow-links");
+  c.stragglers.seed = a.seed;
   return c;
 }
 

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct SimulateArgs {
   long accumulation = 1;
   int layers_simulated = 0;
   std::string engine = "auto";
+  double compute_jitter = 0.0;
+  std::string slow_gpus, slow_links;  // FRACTION:FACTOR
+  std::uint64_t seed = 1;
 };
 
 void add_simulate_options(CLI::App& app, SimulateArgs& args);

@@ -88,6 +88,13 @@ nlohmann::ordered_json config_json(const StepReport& r) {
           {"accumulation", c.accumulation},
           {"layers_simulated", c.layers_simulated},
           {"engine_requested", std::string(to_string(c.engine))},
+          {"stragglers",
+           {{"compute_jitter", c.stragglers.compute_jitter},
+            {"slow_gpus", {{"fraction", c.stragglers.slow_gpu_fraction}, {"factor", c.stragglers.slow_gpu_factor},
+                           {"ranks", r.slow_gpus}}},
+            {"slow_links", {{"fraction", c.stragglers.slow_link_fraction}, {"factor", c.stragglers.slow_link_factor},
+                            {"links", r.slow_links}}},
+            {"seed", c.stragglers.seed}}},
           {"engine", engine_ran(r)},
           {"calibration",
            {{"name", cal.name},
@@ -119,6 +126,7 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
       {"a2a_s", r.a2a_s},
       {"a2a_exposed_s", r.a2a_exposed_s},
       {"a2a_share", r.a2a_share},
+      {"a2a_wait_s", r.a2a_wait_s},
       {"zero_comm_s", r.zero_comm_s},
       {"zero_exposed_s", r.zero_exposed_s},
       {"memory_per_gpu_bytes", m.total()},
@@ -227,6 +235,21 @@ void print_table(const StepReport& rep, bool links) {
                     format_bandwidth(u.capacity_Bps).c_str(), format_bytes(u.bytes).c_str(), u.utilization * 100,
                     u.links > 1 ? ("  (one of " + std::to_string(u.links) + " links alike)").c_str() : "");
     }
+  const Stragglers& s = rep.config.stragglers;
+  if (s.any()) {
+    std::printf("#\n# stragglers (seed %llu): compute jitter %g", (unsigned long long)s.seed, s.compute_jitter);
+    if (!rep.slow_gpus.empty())
+      std::printf("; %zu GPU%s %gx slower (first: rank %d)", rep.slow_gpus.size(), rep.slow_gpus.size() == 1 ? "" : "s",
+                  s.slow_gpu_factor, rep.slow_gpus.front());
+    if (!rep.slow_links.empty())
+      std::printf("; %zu link%s at 1/%g (first: %s)", rep.slow_links.size(), rep.slow_links.size() == 1 ? "" : "s",
+                  s.slow_link_factor, rep.slow_links.front().c_str());
+    std::printf("\n# a2a wait: of a2a, time a GPU waits for its group's last member to enter a call (per GPU, "
+                "averaged):\n");
+    for (const StrategyResult& r : rep.results)
+      std::printf("#   %-8s %.2f ms of %.2f ms (group of %d)\n", std::string(to_string(r.strategy)).c_str(),
+                  r.a2a_wait_s * 1e3, r.a2a_s * 1e3, r.layout.a2a_size);
+  }
   for (const StrategyResult& r : rep.results)
     if (r.layers_simulated < rep.model.layers)
       std::printf("# %s: %d of %d layers simulated (graph size); the other layers repeat the middle one's times "

@@ -5,6 +5,7 @@
 #include "collectives.hpp"
 #include "rank_fold.hpp"
 #include "strategy.hpp"
+#include "stragglers.hpp"
 #include "topology_file.hpp"
 
 #include <string>
@@ -42,6 +43,8 @@ struct StepConfig {
   // cheaper there: one topology and its routes serve every strategy and layout. Results are the
   // same either way (tests run both); tests lower it to exercise parts on small clusters.
   int parts_from_gpus = 65536;
+  // Slow GPUs, slow links and compute jitter (docs/cost-model.md): ranks differ, the full engine runs.
+  Stragglers stragglers;
 };
 
 }  // namespace basp

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <stdexcept>
 
 namespace basp {
 namespace {
@@ -41,9 +42,11 @@ constexpr std::uint8_t forward = 0, recompute = 1, backward = 2;
 class StepBuilder {
  public:
   StepBuilder(Engine& e, Router& r, const Topology& t, const RankFold& f, const Layout& l, const StepCosts& c,
-              const ModelSpec& m, const ZeroPlan& z, const ZeroGroups& zg, CallBounds* bounds)
+              const ModelSpec& m, const ZeroPlan& z, const ZeroGroups& zg, CallBounds* bounds,
+              const ComputeSpeed* speed)
       : engine_(e), router_(r), topo_(t), fold_(f), layout_(l), costs_(c), model_(m), zero_(z),
-        ranks_(bounds ? 1 : f.classes()), bounds_(bounds) {
+        ranks_(bounds ? 1 : f.classes()), bounds_(bounds), speed_(speed) {
+    if (speed && (bounds || f.folded())) throw std::logic_error("build_step: stragglers need every rank built");
     out_.spans.resize(ranks_);
     last_call_.resize(ranks_);
     for (auto& s : out_.spans) s.reserve(32 * std::size_t(m.layers));
@@ -102,7 +105,7 @@ class StepBuilder {
  private:
   void compute(Label label, int layer, std::uint8_t pass, const Work& w) {
     for (int r = 0; r < ranks_; ++r) {
-      const TaskId t = engine_.add_delay(w.time_s);
+      const TaskId t = engine_.add_delay(speed_ ? w.time_s * speed_->factor(r, layer, pass) : w.time_s);
       engine_.depends(t, compute_[r]);
       compute_[r] = t;
       out_.spans[r].push_back({t, t, std::int16_t(layer), label, pass});
@@ -235,6 +238,7 @@ class StepBuilder {
   const ZeroPlan& zero_;
   const int ranks_;  // rank classes: every per-rank vector below is indexed by class (one with bounds_)
   CallBounds* bounds_;  // set: each call is its least time over the ranks, and one rank is built
+  const ComputeSpeed* speed_;  // set: stragglers and jitter
   std::vector<TaskId> compute_, gather_, reduce_;  // per rank: the last task of each stream
   std::vector<TaskId> last_call_;  // per rank: its latest call
   std::optional<GroupSet> shard_, replica_, a2a_, ring_;
@@ -298,9 +302,27 @@ std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& 
 
 StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                      const Layout& layout, const StepCosts& costs, const ModelSpec& model, bool checkpointing,
-                     const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers, CallBounds* bounds) {
-  return StepBuilder(engine, router, topo, fold, layout, costs, model, zero, zero_groups, bounds)
+                     const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers, CallBounds* bounds,
+                     const ComputeSpeed* speed) {
+  return StepBuilder(engine, router, topo, fold, layout, costs, model, zero, zero_groups, bounds, speed)
       .build(checkpointing, layers);
+}
+
+double a2a_wait_s(const Engine& engine, const StepTasks& tasks, const Layout& layout, const RankFold& fold) {
+  if (!layout.a2a || layout.a2a_size < 2 || layout.ranks < 1) return 0.0;
+  // Every rank issues the same calls in the same order: its k-th all-to-all is its group's k-th.
+  std::vector<std::vector<double>> entry(tasks.spans.size());
+  for (std::size_t c = 0; c < tasks.spans.size(); ++c)
+    for (const Span& s : tasks.spans[c])
+      if (s.label >= Label::a2a_q && s.label <= Label::a2a_dv) entry[c].push_back(engine.ready_time(s.first));
+  double total = 0.0;
+  for (const auto& group : layout.a2a_groups)
+    for (std::size_t k = 0; k < entry[0].size(); ++k) {
+      double latest = 0.0;
+      for (int r : group) latest = std::max(latest, entry[fold.rank_class(r)][k]);
+      for (int r : group) total += latest - entry[fold.rank_class(r)][k];
+    }
+  return total / layout.ranks;
 }
 
 ExchangeFlows exchange_flows_per_layer(const Layout& l, bool checkpointing) {

@@ -8,6 +8,7 @@
 #include "rank_fold.hpp"
 #include "routing.hpp"
 #include "strategy.hpp"
+#include "stragglers.hpp"
 #include "topology.hpp"
 
 #include <cstdint>
@@ -74,7 +75,13 @@ std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& 
 StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                      const Layout& layout, const StepCosts& costs, const ModelSpec& model, bool checkpointing,
                      const ZeroPlan& zero, const ZeroGroups& zero_groups, int layers,
-                     CallBounds* bounds = nullptr);
+                     CallBounds* bounds = nullptr, const ComputeSpeed* speed = nullptr);
+// With `speed` (stragglers and jitter; the fold must be the identity: ranks differ), each rank's
+// compute tasks take their time times speed->factor(rank, layer, pass).
+
+// Per rank, averaged: time in all-to-all calls spent waiting for the group's last member to enter
+// (the latest entry of the group less the rank's own, summed over calls), over the built layers.
+double a2a_wait_s(const Engine& engine, const StepTasks& tasks, const Layout& layout, const RankFold& fold);
 
 // Flows one layer's exchanges add to the graph (forward, backward and recomputation): all-to-all
 // pairs (4 tensors per pass) and ring sends.

@@ -13,6 +13,7 @@
 #include "trace.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <chrono>
 #include <iterator>
 
@@ -29,6 +30,7 @@ struct Run {
   const StepOptions& options;
   RunCache& cache;  // node moves, folds and routes, derived once for all strategies
   bool parts;       // a template may run on parts of it
+  const ComputeSpeed* speed = nullptr;  // stragglers and jitter: every rank simulated
 };
 
 // Whether the class engine may run on parts of the cluster (StepConfig::parts_from_gpus).
@@ -58,8 +60,8 @@ StrategyGraph strategy_graph(const Run& run, Strategy strategy) {
   Layout layout = make_layout(run.config, run.model, strategy, ranks, run.cluster.sample().gpus_per_node);
   StepCosts costs = step_costs(run.cost, layout, run.zero);
   ZeroGroups groups = zero_groups(ranks, run.zero);
-  const RunCache::Network net =
-      run.cache.network(run.config.engine, run.cluster, ranks, step_traffic(layout, groups), run.parts);
+  const EngineMode mode = run.speed ? EngineMode::full : run.config.engine;  // ranks differ
+  const RunCache::Network net = run.cache.network(mode, run.cluster, ranks, step_traffic(layout, groups), run.parts);
   return {std::move(layout), costs, std::move(groups), net};
 }
 
@@ -74,11 +76,16 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   const Topology& net = g.net.topo;
   const RankFold& fold = g.net.choice.fold;
   res.engine = g.net.choice.use;
+  if (run.speed && run.config.engine != EngineMode::full)
+    res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
   res.layers_simulated = layers_to_simulate(run, res.layout, fold);
-  Engine engine(fold.quotient_capacities(link_capacities(net)));
+  std::vector<double> capacities = link_capacities(net);
+  if (run.speed) slow_links(net, run.config.stragglers, capacities);
+  Engine engine(fold.quotient_capacities(capacities));
   Router& router = run.cache.router(g.net.topo);
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
-                                     run.config.checkpointing, run.zero, g.groups, res.layers_simulated);
+                                     run.config.checkpointing, run.zero, g.groups, res.layers_simulated, nullptr,
+                                     run.speed);
   if (trace) {  // the representative of each of the busiest links' classes
     std::vector<int> ids;
     for (const LinkUse& u : busiest_links(net, fold.expand_links(engine.link_bytes()),
@@ -102,6 +109,8 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.zero_comm_s = times.zero_comm_s;
   res.zero_exposed_s = times.zero_exposed_s;
   res.a2a_share = res.step_s > 0 ? res.a2a_s / res.step_s : 0;
+  // Over the built layers; a window's stand for the model's layers as the other figures' do.
+  res.a2a_wait_s = a2a_wait_s(engine, tasks, res.layout, fold) * run.model.layers / res.layers_simulated;
   res.tokens_per_s = micro_steps * res.layout.sequences * double(run.config.seq) / res.global_batch_s;
   res.model_flops = g.costs.model_flops;
   res.mfu = micro_steps * g.costs.model_flops / (res.global_batch_s * run.gpu.peak_bf16_flops);
@@ -155,7 +164,16 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   RunCache cache;
   const bool parts = use_parts(rep, c);
-  const Run run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, parts};
+  std::optional<ComputeSpeed> speed;
+  if (c.stragglers.any()) {
+    speed.emplace(c.stragglers, c.gpus);
+    rep.slow_gpus = speed->slow_gpus();
+    const Topology& net = rep.cluster->whole();
+    std::vector<double> capacities = link_capacities(net);
+    for (int l : slow_links(net, c.stragglers, capacities))
+      rep.slow_links.push_back(net.vertex(net.link(l).from).name + " -> " + net.vertex(net.link(l).to).name);
+  }
+  const Run run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, parts, speed ? &*speed : nullptr};
 
   // Every layout is checked before anything is simulated, so bad input fails fast.
   for (Strategy s : c.strategies) make_layout(c, rep.model, s, c.gpus, rep.topology().gpus_per_node);
@@ -211,6 +229,18 @@ void resolve_job(StepConfig& c, const StepReport& cluster) {
     throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
   if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
   if (c.accumulation < 1) throw InputError("", 0, "--accumulation", "must be at least 1 micro-step");
+  const Stragglers& s = c.stragglers;
+  if (!(s.compute_jitter >= 0.0 && s.compute_jitter < 1.0))
+    throw InputError("", 0, "--compute-jitter", "must be at least 0 and below 1 (factors drawn from [1 - j, 1 + j])");
+  for (auto [flag, fraction, factor] : {std::tuple{"--slow-gpus", s.slow_gpu_fraction, s.slow_gpu_factor},
+                                        std::tuple{"--slow-links", s.slow_link_fraction, s.slow_link_factor}}) {
+    if (!(fraction >= 0.0 && fraction <= 1.0))
+      throw InputError("", 0, flag, "the fraction must be between 0 and 1");
+    if (!(factor >= 1.0 && factor <= 1e6))
+      throw InputError("", 0, flag, "the factor must be between 1 (not slowed) and 1e6");
+  }
+  if (s.any() && c.engine == EngineMode::classes)
+    throw InputError("", 0, "--engine", "classes: stragglers and jitter make the ranks differ; use --engine full or auto");
 }
 
 

@@ -42,6 +42,7 @@ struct StrategyResult {
   double a2a_s = 0;           // per rank, averaged: time inside the strategy's exchange calls
   double a2a_exposed_s = 0;   // the part of a2a_s not overlapped with the rank's compute
   double a2a_share = 0;       // a2a_s / step_s
+  double a2a_wait_s = 0;      // per rank, averaged: of a2a_s, waiting for the group's last member to enter
   double zero_comm_s = 0;     // per rank, averaged: time inside ZeRO calls, summed over calls
   double zero_exposed_s = 0;  // the part overlapped neither with compute nor with the exchanges
   double tokens_per_s = 0;
@@ -76,6 +77,9 @@ struct StepReport {
   ModelSpec model;
   std::string gpu_kind;
   std::vector<StrategyResult> results;
+  // Stragglers (config.stragglers): the slow GPUs' ranks and the slow links' names, ascending.
+  std::vector<int> slow_gpus;
+  std::vector<std::string> slow_links;
 };
 
 struct StepOptions {
