@@ -35,16 +35,25 @@ struct Row {
   double nic_bytes = 0.0;  // bytes on NIC<->fabric links, both directions
 };
 
+// A rank's buffer: positive and at most 1 TiB (no GPU holds more; beyond, figures mean nothing).
+double buffer_size(const std::string& flag, const std::string& text) {
+  constexpr double max_bytes = 1099511627776.0;
+  const double bytes = parse_flag_quantity(flag, text, Quantity::bytes);
+  if (!(bytes > 0.0 && bytes <= max_bytes))
+    throw InputError("", 0, flag, "'" + text + "': a rank's buffer must be above 0 and at most 1 TiB");
+  return bytes;
+}
+
 std::vector<double> sizes(const CollectiveArgs& a) {
   if (!a.size.empty()) {
     if (!a.min_size.empty() || !a.max_size.empty())
       throw InputError("", 0, "--size", "give either --size or -b/-e, not both");
-    return {parse_flag_quantity("--size", a.size, Quantity::bytes)};
+    return {buffer_size("--size", a.size)};
   }
   if (a.min_size.empty() || a.max_size.empty())
     throw InputError("", 0, "--size", "give --size BYTES, or -b MIN and -e MAX (and -f FACTOR)");
-  const double lo = parse_flag_quantity("-b", a.min_size, Quantity::bytes);
-  const double hi = parse_flag_quantity("-e", a.max_size, Quantity::bytes);
+  const double lo = buffer_size("-b", a.min_size);
+  const double hi = buffer_size("-e", a.max_size);
   if (!(a.factor > 1.0)) throw InputError("", 0, "-f", "the size factor must be > 1");
   if (!(lo > 0.0)) throw InputError("", 0, "-b", "the smallest size must be > 0");
   if (hi < lo) throw InputError("", 0, "-e", "the largest size must be >= the smallest (-b)");

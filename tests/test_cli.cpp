@@ -88,6 +88,16 @@ TEST_CASE("cli: impossible requests exit 2 with one clear message") {
   CHECK(basp_cli("frobnicate").code == 2);
   CHECK(basp_cli("collective -b 1 -e 1GB -f 1.0000001").code == 2);  // a million-row sweep
   CHECK(basp_cli("collective -t dgx-h100 --spines 100000000 --size 1MB").code == 2);
+  // Buffers beyond 1 TiB per rank (or none) mean nothing: refused, not printed as figures.
+  for (const char* size : {"--size 1e30", "--size 0", "--size 2TiB", "-b 1KiB -e 1e30"}) {
+    const Run big = basp_cli(std::string("collective ") + size);
+    CHECK(big.code == 2);
+    CHECK_THAT(big.out, Catch::Contains("1 TiB"));
+  }
+  // A job its strategies cannot lay out is refused before the cluster is built (4M GPUs here).
+  const Run huge = basp_cli("simulate --nodes 1048576");
+  CHECK(huge.code == 2);
+  CHECK_THAT(huge.out, Catch::Contains("--sp"));
 }
 
 TEST_CASE("cli: the same input gives the same output") {

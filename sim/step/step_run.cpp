@@ -132,8 +132,10 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
 
 
 
-// `given` null: the calibration the config names (or the topology's).
-StepSetup prepare(const StepConfig& in, const Calibration* given) {
+// `given` null: the calibration the config names (or the topology's). `check_job`: the job and
+// its strategies' layouts are checked before the cluster is built, so that bad input on a huge
+// cluster fails at once (a template's node count and GPUs per node are all they need).
+StepSetup prepare(const StepConfig& in, const Calibration* given, bool check_job = false) {
   StepSetup setup;
   StepReport& rep = setup.report;
   rep.config = in;
@@ -147,16 +149,22 @@ StepSetup prepare(const StepConfig& in, const Calibration* given) {
     if (c.calibration.empty()) c.calibration = own.empty() ? "none" : own;
     rep.calibration = load_calibration(c.calibration);
   }
+  rep.model = load_model(in.model);
+  if (check_job && file.templ) {
+    const TopologyTemplate& t = *file.templ;
+    StepConfig job = c;
+    resolve_job(job, t.nodes * t.node.gpus, t.name);
+    for (Strategy s : job.strategies) make_layout(job, rep.model, s, job.gpus, t.node.gpus);
+  }
   rep.cluster = std::make_shared<const ClusterBuilds>(
       std::move(file), [cal = rep.calibration](Topology& t) { apply_calibration(t, cal); });
-  rep.model = load_model(in.model);
   rep.gpu_kind = rep.topology().gpu_kind;
   setup.gpu = lookup_gpu_kind(rep.gpu_kind);
   return setup;
 }
 
 StepReport simulate_under(const StepConfig& in, const Calibration* given, const StepOptions& options) {
-  StepSetup setup = prepare(in, given);
+  StepSetup setup = prepare(in, given, true);
   StepReport& rep = setup.report;
   StepConfig& c = rep.config;
   resolve_job(c, rep);
@@ -212,11 +220,13 @@ StepReport simulate_step(const StepConfig& in, const Calibration& calibration, c
 StepSetup prepare_step(const StepConfig& config) { return prepare(config, nullptr); }
 
 void resolve_job(StepConfig& c, const StepReport& cluster) {
-  const Topology& topo = cluster.topology();
-  const int available = cluster.gpus();
+  resolve_job(c, cluster.gpus(), cluster.topology().name);
+}
+
+void resolve_job(StepConfig& c, int available, const std::string& topology) {
   if (c.gpus == 0) c.gpus = available;
   if (c.gpus < 1 || c.gpus > available)
-    throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + topo.name + " has " +
+    throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + topology + " has " +
                                           std::to_string(available) + " (use --nodes to grow a template topology)");
   if (c.sp == 0) c.sp = c.gpus;
   if (c.seq < 1) throw InputError("", 0, "--seq", "must be at least 1 token");

@@ -103,6 +103,7 @@ StepSetup prepare_step(const StepConfig& config);
 // The job's sizes resolved (GPUs, SP degree, ZeRO group; 0: their defaults) and checked against
 // the topology: what every strategy of `config` shares. Throws InputError (exit 2).
 void resolve_job(StepConfig& config, const StepReport& cluster);
+void resolve_job(StepConfig& config, int available_gpus, const std::string& topology);
 // What runs on one cluster keep from one layout to the next (one per thread): the node moves
 // choose_fold derived, the folds of the latest traffic patterns (matched exactly), and the routes
 // found. None of it changes a result: each is what would be derived again.
