@@ -81,7 +81,8 @@ std::pair<double, double> fraction_and_factor(const std::string& text, const std
       throw InputError("", 0, flag, "'" + text + "' is not FRACTION:FACTOR (e.g. 0.01:1.5)");
     return v;
   };
-  if (colon == std::string::npos) throw InputError("", 0, flag, "'" + text + "' is not FRACTION:FACTOR (e.g. 0.01:1.5)");
+  if (colon == std::string::npos)
+    throw InputError("", 0, flag, "'" + text + "' is not FRACTION:FACTOR (e.g. 0.01:1.5)");
   return {number(text.substr(0, colon)), number(text.substr(colon + 1))};
 }
 
@@ -122,7 +123,8 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.engine = *parse_engine_mode(a.engine);  // CLI11 checked membership
   c.stragglers.compute_jitter = a.compute_jitter;
   if (!a.slow_gpus.empty())
-    std::tie(c.stragglers.slow_gpu_fraction, c.stragglers.slow_gpu_factor) = fraction_and_factor(a.slow_gpus, "--slow-gpus");
+    std::tie(c.stragglers.slow_gpu_fraction, c.stragglers.slow_gpu_factor) =
+        fraction_and_factor(a.slow_gpus, "--slow-gpus");
   if (!a.slow_links.empty())
     std::tie(c.stragglers.slow_link_fraction, c.stragglers.slow_link_factor) =
         fraction_and_factor(a.slow_links, "--slow-links");

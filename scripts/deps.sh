@@ -8,6 +8,8 @@ packages=(cmake g++ make libboost-graph-dev libyaml-cpp-dev libcli11-dev libeige
 # SimGrid is only a test-time oracle for the flow model (tests/simgrid_crosscheck.cpp);
 # rsvg-convert (librsvg2-bin) renders the SVG plots in a test to prove they are valid.
 if [[ "${1:-}" == "--tests" ]]; then packages+=(libsimgrid-dev librsvg2-bin); fi
+# clang's libFuzzer for scripts/fuzz.sh (the test suite replays the fuzz inputs with g++).
+if [[ "${1:-}" == "--fuzz" ]]; then packages+=(clang libclang-rt-14-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

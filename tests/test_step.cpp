@@ -114,7 +114,8 @@ TEST_CASE("step: BASP with groups of one rank (K = 1) still pays a launch and a 
   REQUIRE(gpu);
   CHECK(sw.local_copy_Bps == Approx(gpu->hbm_Bps * rep.calibration.compute.memory / 2).epsilon(1e-15));
   const double layers = rep.model.layers;
-  const double expected = layers * (8 * sw.launch_s + (4 * b.layout.q_bytes + 4 * b.layout.kv_bytes) / sw.local_copy_Bps);
+  const double expected =
+      layers * (8 * sw.launch_s + (4 * b.layout.q_bytes + 4 * b.layout.kv_bytes) / sw.local_copy_Bps);
   CHECK(b.a2a_s == Approx(expected).epsilon(1e-9));
   CHECK(b.stats.flows > 0);  // ZeRO's, not the exchange's
 }

@@ -120,6 +120,7 @@ std::optional<double> parse_binary_multiple(const std::string& text, bool allow_
   else if (suffix == "G" || suffix == "g") scale = 1073741824.0;
   if (scale == 0 || !(value > 0) || !std::isfinite(value) || (!allow_fraction && value != std::floor(value)))
     return std::nullopt;
+  if (!std::isfinite(value * scale)) return std::nullopt;  // 1e301G
   return value * scale;
 }
 

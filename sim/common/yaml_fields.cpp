@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <algorithm>
 #include <type_traits>
 #include <fstream>
 #include <sstream>
@@ -15,8 +16,11 @@ namespace basp {
 
 YamlFields::YamlFields(YAML::Node node, std::string file, std::string path)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {
+  // An empty document has no position (line -1): point at its first line.
   if (!node_.IsMap())
-    throw InputError(file_, node_.Mark().line + 1, path_, "must be a mapping of fields");
+    throw InputError(file_, std::max(1, node_.Mark().line + 1), path_,
+                     node_.IsNull() ? "is empty: fields expected (name: value, one per line)"
+                                    : "must be a mapping of fields");
   // yaml-cpp keeps the first of two equal keys; a second one is a mistake, not an override.
   std::set<std::string> seen;
   for (auto it = node_.begin(); it != node_.end(); ++it)

@@ -288,7 +288,8 @@ Topology build_skeleton(const TopologyTemplate& t) {
     VertexId sw = 0;
     for (int n = 0; n < t.nodes; ++n) {
       if (n % t.node.domain_nodes == 0)
-        sw = add_vertex(topo, {"domain" + std::to_string(n / t.node.domain_nodes) + ".nvswitch", VertexKind::nvswitch, -1});
+        sw = add_vertex(topo, {"domain" + std::to_string(n / t.node.domain_nodes) + ".nvswitch",
+                               VertexKind::nvswitch, -1});
       add_duplex(topo, stubs[n], sw,
                  t.node.gpus * t.node.nvlink_Bps, t.node.nvlink_latency_s, LinkClass::nvlink);
     }

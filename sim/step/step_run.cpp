@@ -250,7 +250,8 @@ void resolve_job(StepConfig& c, int available, const std::string& topology) {
       throw InputError("", 0, flag, "the factor must be between 1 (not slowed) and 1e6");
   }
   if (s.any() && c.engine == EngineMode::classes)
-    throw InputError("", 0, "--engine", "classes: stragglers and jitter make the ranks differ; use --engine full or auto");
+    throw InputError("", 0, "--engine",
+                     "classes: stragglers and jitter make the ranks differ; use --engine full or auto");
 }
 
 

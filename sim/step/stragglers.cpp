@@ -61,9 +61,9 @@ std::vector<int> slow_links(const Topology& topo, const Stragglers& s, std::vect
   std::vector<int> network;
   for (int l = 0; l < topo.link_count(); ++l)
     if (topo.link(l).cls == LinkClass::nic || topo.link(l).cls == LinkClass::fabric) network.push_back(l);
+  const int total = static_cast<int>(network.size());
   std::vector<int> out;
-  for (int k : seeded_choice(static_cast<int>(network.size()),
-                             fraction_count(s.slow_link_fraction, static_cast<int>(network.size())), s.seed, salt_links))
+  for (int k : seeded_choice(total, fraction_count(s.slow_link_fraction, total), s.seed, salt_links))
     out.push_back(network[k]);
   for (int l : out) capacity_Bps[l] /= s.slow_link_factor;
   return out;

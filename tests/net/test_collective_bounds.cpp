@@ -51,7 +51,8 @@ TEST_CASE("collective bounds: equal to the closed form on one NVSwitch") {
   // overheads and the copy of S/8, which outlasts the flows; bound and simulation agree.
   Topology c = t;
   c.software.local_copy_Bps = 10e9;
-  CHECK(slowest_bound_s(c, CollectiveOp::alltoall, 8, Placement::contiguous, S) == Approx(5e-6 + S / 10e9).epsilon(1e-12));
+  CHECK(slowest_bound_s(c, CollectiveOp::alltoall, 8, Placement::contiguous, S) ==
+        Approx(5e-6 + S / 10e9).epsilon(1e-12));
   CHECK(slowest_bound_s(c, CollectiveOp::alltoall, 1, Placement::contiguous, S) ==
         Approx(8.5e-6 + S / 8 / 10e9).epsilon(1e-12));
   for (int groups : {1, 8})

@@ -203,7 +203,8 @@ TEST_CASE("skeleton: NVLink domains across nodes (GB200 NVL72)") {
   check_agrees(file("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 18, .spines = 2}));
   check_agrees(file("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 9, .spines = 2}));
   check_agrees(file("gb200-nvl72", {.nodes = 72, .nodes_per_leaf = 36, .spines = 2}));
-  const test::TempFile tiers(nvl72_yaml("nvl72-3tier", 72, three_tier)), one(nvl72_yaml("nvl72-switch", 54, one_switch));
+  const test::TempFile tiers(nvl72_yaml("nvl72-3tier", 72, three_tier)),
+      one(nvl72_yaml("nvl72-switch", 54, one_switch));
   check_agrees(read_topology_file(tiers.path));
   check_agrees(read_topology_file(one.path));
 }

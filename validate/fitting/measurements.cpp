@@ -2,6 +2,8 @@
 // its name and the missing field instead of a JSON exception.
 #include "measurements.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -235,7 +237,18 @@ Measurements read_measurements(const std::vector<std::string>& paths) {
     try {
       j = json::parse(bytes);
     } catch (const json::parse_error& e) {
-      throw InputError(path, 0, "", std::string("not JSON: ") + e.what());
+      // The line of the byte where parsing stopped, so that the message points into the file.
+      const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, bytes.size());
+      const int line = 1 + static_cast<int>(std::count(bytes.begin(), bytes.begin() + long(at), '\n'));
+      throw InputError(path, line, "", std::string("not JSON: ") + e.what());
+    } catch (const json::exception& e) {  // a number beyond double's range (1e7158)
+      // The message quotes the number ("parsing '1e7158'"): its first occurrence gives the line.
+      const std::string what = e.what(), quote = "parsing '";
+      const auto from = what.find(quote);
+      const auto to = from == std::string::npos ? from : what.find('\'', from + quote.size());
+      const auto at = to == std::string::npos ? to : bytes.find(what.substr(from + quote.size(), to - from - quote.size()));
+      const int line = at == std::string::npos ? 1 : 1 + static_cast<int>(std::count(bytes.begin(), bytes.begin() + long(at), '\n'));
+      throw InputError(path, line, "", "a number beyond the range of doubles: " + what);
     }
     try {
       read_one(j, path, bytes, m);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs every fuzz target (tests/fuzz) for SECONDS each (default 60) under ASan+UBSan, built with
+# clang's libFuzzer into build-fuzz/. Corpora grow in build-fuzz/corpus/TARGET (seeded from the
+# shipped files); an input that breaks a property is copied to tests/data/fuzz/TARGET, where the
+# ordinary test suite replays it, and the script fails.
+# Usage: scripts/fuzz.sh [SECONDS]     as long as asked, a new exploration each time
+#        scripts/fuzz.sh --runs N      N inputs per target from a fixed seed: the same inputs on
+#                                      every machine, so a run that passes here passes in CI
+set -euo pipefail
+cd "$(dirname "$0")/.."
+usage() { echo "usage: scripts/fuzz.sh [SECONDS per target] | --runs N" >&2; exit 2; }
+if [[ "${1:-}" == "--runs" ]]; then
+  [[ "${2:-}" =~ ^[0-9]+$ ]] || usage
+  limit=(-runs="$2" -seed=1); what="$2 runs"
+else
+  seconds=${1:-60}
+  [[ "$seconds" =~ ^[0-9]+$ ]] || usage
+  limit=(-max_total_time="$seconds"); what="$seconds s"
+fi
+scripts/deps.sh
+scripts/deps.sh --fuzz
+targets=(topology model calibration measurements units)
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBASP_SANITIZE=ON \
+  -DBASP_FUZZ=ON -DBASP_WITH_CUDA=OFF >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/basp_fuzz_}"
+
+export BASP_DATA_DIR="$PWD"
+seeds() {  # the shipped inputs each target starts from
+  case "$1" in
+    topology) echo topologies tests/data ;;
+    model) echo models ;;
+    calibration) echo calibrations ;;
+    measurements) echo tests/data ;;
+    units) echo tests/fuzz/seeds/units ;;
+  esac
+}
+failed=0
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/corpus/$t
+  mkdir -p "$corpus" "build-fuzz/findings/$t"
+  log=build-fuzz/fuzz-$t.log
+  if ! build-fuzz/tests/fuzz/basp_fuzz_"$t" "${limit[@]}" -timeout=10 -rss_limit_mb=4096 \
+       -max_len=16384 -artifact_prefix="build-fuzz/findings/$t/" -print_final_stats=1 \
+       "$corpus" $(seeds "$t") >"$log" 2>&1; then
+    failed=1
+    mkdir -p "tests/data/fuzz/$t"
+    cp build-fuzz/findings/"$t"/* "tests/data/fuzz/$t/" 2>/dev/null || true
+    echo "fuzz $t: FINDING (log: $log; inputs copied to tests/data/fuzz/$t)"
+    grep -m3 -E "basp fuzz finding|ERROR: |runtime error" "$log" || true
+  fi
+  execs=$(grep -m1 -E "stat::number_of_executed_units" "$log" | awk '{print $2}')
+  cov=$(grep -E "^#[0-9]+" "$log" | tail -1 | grep -oE "cov: [0-9]+" || true)
+  echo "fuzz $t: ${execs:-?} executions ($what), ${cov:-cov: ?}, corpus $(ls "$corpus" | wc -l) inputs"
+done
+exit $failed
