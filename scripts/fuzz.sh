@@ -4,8 +4,8 @@
 # shipped files); an input that breaks a property is copied to tests/data/fuzz/TARGET, where the
 # ordinary test suite replays it, and the script fails.
 # Usage: scripts/fuzz.sh [SECONDS]     as long as asked, a new exploration each time
-#        scripts/fuzz.sh --runs N      N inputs per target from a fixed seed: the same inputs on
-#                                      every machine, so a run that passes here passes in CI
+#        scripts/fuzz.sh --runs N      N inputs per target from a fixed seed (what CI runs: bounded;
+#                                      the seed files' directory order may still vary by clone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { echo "usage: scripts/fuzz.sh [SECONDS per target] | --runs N" >&2; exit 2; }
