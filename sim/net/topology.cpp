@@ -79,9 +79,10 @@ void finalize_topology(Topology& topo) {
   topo.gpus.clear();
   for (VertexId v = 0; v < boost::num_vertices(g); ++v)
     if (g[v].kind == VertexKind::gpu) topo.gpus.push_back(v);
-  if (topo.gpus.empty()) throw InputError(file, 0, "", "the topology has no GPU");
+  if (topo.gpus.empty()) throw InputError(file, 0, "explicit.vertices", "the topology has no GPU");
 
   std::map<int, int> gpus_in_node;
+  std::map<int, std::string> first_gpu;  // of each node: names the node in messages
   int last_node = -1;
   for (VertexId v : topo.gpus) {
     const int node = g[v].node;
@@ -91,12 +92,13 @@ void finalize_topology(Topology& topo) {
                        "GPUs must be listed node by node (rank order is node-major)");
     last_node = node;
     ++gpus_in_node[node];
+    first_gpu.try_emplace(node, g[v].name);
   }
   topo.nodes = static_cast<int>(gpus_in_node.size());
   topo.gpus_per_node = gpus_in_node.begin()->second;
   for (auto [node, count] : gpus_in_node)
     if (count != topo.gpus_per_node)
-      throw InputError(file, 0, "", "node " + std::to_string(node) + " has " +
+      throw InputError(file, 0, first_gpu[node] + ".node", "node " + std::to_string(node) + " has " +
                                         std::to_string(count) + " GPUs, node " +
                                         std::to_string(gpus_in_node.begin()->first) + " has " +
                                         std::to_string(topo.gpus_per_node) +
