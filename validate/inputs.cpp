@@ -2,18 +2,11 @@
 // ranks, and the same seed always gives the same problem.
 #include "inputs.hpp"
 
+#include "splitmix64.hpp"
+
 #include <cmath>
 
 namespace basp::validate {
-
-namespace {
-std::uint64_t splitmix64(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-}  // namespace
 
 double input_value(std::uint64_t seed, InputTensor t, std::uint64_t index, double scale) {
   const std::uint64_t h = splitmix64(splitmix64(seed ^ (std::uint64_t(t) << 58)) ^ index);

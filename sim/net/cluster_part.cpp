@@ -46,7 +46,7 @@ int stand_in_node(const TopologyTemplate& t, const RankFold& fold, int node) {
                                                          : t.fabric.nodes_per_leaf;
   // Never in a representative node's NVLink domain: the sources are there, and a destination in
   // a source's domain routes over its NVLink instead.
-  const int per_domain = t.node.kind == NodeKind::nvswitch ? t.node.domain_nodes : 1;
+  const int per_domain = nodes_per_nvlink_domain(t);
   const int step = std::max(fold.step_nodes, 1);
   const int first = std::max(node - node % per_leaf, (step + per_domain - 1) / per_domain * per_domain);
   for (int m = first; m < node; ++m)
@@ -167,9 +167,9 @@ ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> a
   }
   const TopologyTemplate& t = *file_.templ;
   skeleton_ = build_skeleton(t);
-  if (!skeleton_ || t.nodes < 2) return;
+  if (t.nodes < 2) return;
   NodeSubset first_domain;
-  for (int n = 0; n == 0 || nvlink_domain_of(t, n) == 0; ++n) first_domain.nodes.push_back(n);
+  for (int n = 0; n < nodes_per_nvlink_domain(t); ++n) first_domain.nodes.push_back(n);
   sample_ = build_topology(t, first_domain);
   if (adjust_) adjust_(*sample_);
 }
@@ -192,7 +192,7 @@ const Topology& ClusterBuilds::whole() const {
 const Topology& ClusterBuilds::sample() const { return sample_ ? *sample_ : whole(); }
 
 std::vector<int> whole_domains(const TopologyTemplate& t, const std::vector<int>& nodes) {
-  const int per_domain = t.node.kind == NodeKind::nvswitch ? t.node.domain_nodes : 1;
+  const int per_domain = nodes_per_nvlink_domain(t);
   if (per_domain == 1) return nodes;
   std::vector<int> out;
   for (int n : nodes) {

@@ -54,7 +54,7 @@ class ClusterBuilds {
   int gpus() const;
   int nodes() const;
   const Topology& whole() const;                      // built and adjusted once
-  const Topology* skeleton() const { return skeleton_ ? &*skeleton_ : nullptr; }  // null: none
+  const Topology* skeleton() const { return skeleton_ ? &*skeleton_ : nullptr; }  // null: explicit
   // What describes the cluster without building it: for a template with a skeleton, node 0's
   // NVLink domain with the whole fabric (adjusted; every node is built alike), else the whole.
   const Topology& sample() const;

@@ -190,9 +190,11 @@ Topology build_topology(const TopologyTemplate& t) {
   return build_topology(t, all);
 }
 
-int nvlink_domain_of(const TopologyTemplate& t, int node) {
-  return t.node.kind == NodeKind::nvswitch ? node / t.node.domain_nodes : node;
+int nodes_per_nvlink_domain(const TopologyTemplate& t) {
+  return t.node.kind == NodeKind::nvswitch ? t.node.domain_nodes : 1;
 }
+
+int nvlink_domain_of(const TopologyTemplate& t, int node) { return node / nodes_per_nvlink_domain(t); }
 
 namespace {
 
@@ -242,7 +244,7 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset) {
   const std::vector<int>& ids = subset.nodes;
   if (ids.empty() || (!subset.weights.empty() && subset.weights.size() != ids.size()))
     throw std::logic_error("build_topology: empty subset or weights of another length");
-  const int domain_nodes = nt.kind == NodeKind::nvswitch ? nt.domain_nodes : 1;
+  const int domain_nodes = nodes_per_nvlink_domain(t);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const bool first_of_domain = ids[i] % domain_nodes == 0;
     const bool follows = i > 0 && ids[i - 1] + 1 == ids[i];
@@ -284,12 +286,12 @@ Topology build_skeleton(const TopologyTemplate& t) {
   // A shared NVLink domain (GB200 NVL72) joins its nodes' stubs, each by one link that stands for
   // the node's GPU ports, after the NIC ports: a move keeps the skeleton only if it maps whole
   // domains onto domains, which is what keeps the nodes' GPU links onto each other's.
-  if (t.node.kind == NodeKind::nvswitch && t.node.domain_nodes > 1) {
+  const int per_domain = nodes_per_nvlink_domain(t);
+  if (per_domain > 1) {
     VertexId sw = 0;
     for (int n = 0; n < t.nodes; ++n) {
-      if (n % t.node.domain_nodes == 0)
-        sw = add_vertex(topo, {"domain" + std::to_string(n / t.node.domain_nodes) + ".nvswitch",
-                               VertexKind::nvswitch, -1});
+      if (n % per_domain == 0)
+        sw = add_vertex(topo, {"domain" + std::to_string(n / per_domain) + ".nvswitch", VertexKind::nvswitch, -1});
       add_duplex(topo, stubs[n], sw,
                  t.node.gpus * t.node.nvlink_Bps, t.node.nvlink_latency_s, LinkClass::nvlink);
     }

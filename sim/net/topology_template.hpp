@@ -80,6 +80,8 @@ Topology build_topology(const TopologyTemplate& t, const NodeSubset& subset);
 // The NVLink domain a node belongs to, as the builder groups them (node index when nodes do not
 // share one): nodes of one domain are built, and weighed, together.
 int nvlink_domain_of(const TopologyTemplate& t, int node);
+// Nodes per NVLink domain: domain_nodes for NVSwitch nodes, else 1 (each node its own).
+int nodes_per_nvlink_domain(const TopologyTemplate& t);
 
 // The template's fabric with each node reduced to one vertex (a stub, kind host) that holds the
 // node's NIC ports in NIC order, then, where NVLink domains span nodes, one link to its domain's

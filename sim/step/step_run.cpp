@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <tuple>
 #include <chrono>
+#include <span>
 #include <iterator>
 
 namespace basp {
@@ -31,6 +32,7 @@ struct Run {
   RunCache& cache;  // node moves, folds and routes, derived once for all strategies
   bool parts;       // a template may run on parts of it
   const ComputeSpeed* speed = nullptr;  // stragglers and jitter: every rank simulated
+  std::span<const int> slow_links = {};   // with them: links at 1/slow_link_factor
 };
 
 // Whether the class engine may run on parts of the cluster (StepConfig::parts_from_gpus).
@@ -80,7 +82,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
     res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
   res.layers_simulated = layers_to_simulate(run, res.layout, fold);
   std::vector<double> capacities = link_capacities(net);
-  if (run.speed) slow_links(net, run.config.stragglers, capacities);
+  for (int l : run.slow_links) capacities[l] /= run.config.stragglers.slow_link_factor;
   Engine engine(fold.quotient_capacities(capacities));
   Router& router = run.cache.router(g.net.topo);
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
@@ -134,7 +136,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
 
 // `given` null: the calibration the config names (or the topology's). `check_job`: the job and
 // its strategies' layouts are checked before the cluster is built, so that bad input on a huge
-// cluster fails at once (a template's node count and GPUs per node are all they need).
+// cluster fails at once (a node count and GPUs per node are all they need).
 StepSetup prepare(const StepConfig& in, const Calibration* given, bool check_job = false) {
   StepSetup setup;
   StepReport& rep = setup.report;
@@ -150,11 +152,13 @@ StepSetup prepare(const StepConfig& in, const Calibration* given, bool check_job
     rep.calibration = load_calibration(c.calibration);
   }
   rep.model = load_model(in.model);
-  if (check_job && file.templ) {
-    const TopologyTemplate& t = *file.templ;
+  if (check_job) {
+    const Topology& e = file.explicit_topology;
+    const int per_node = file.templ ? file.templ->node.gpus : e.gpus_per_node;
     StepConfig job = c;
-    resolve_job(job, t.nodes * t.node.gpus, t.name);
-    for (Strategy s : job.strategies) make_layout(job, rep.model, s, job.gpus, t.node.gpus);
+    resolve_job(job, file.templ ? file.templ->nodes * per_node : static_cast<int>(e.gpus.size()),
+                file.templ ? file.templ->name : e.name);
+    for (Strategy s : job.strategies) make_layout(job, rep.model, s, job.gpus, per_node);
   }
   rep.cluster = std::make_shared<const ClusterBuilds>(
       std::move(file), [cal = rep.calibration](Topology& t) { apply_calibration(t, cal); });
@@ -173,18 +177,18 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   RunCache cache;
   const bool parts = use_parts(rep, c);
   std::optional<ComputeSpeed> speed;
+  std::vector<int> slow;  // link ids of the whole topology, which stragglers always run on
   if (c.stragglers.any()) {
     speed.emplace(c.stragglers, c.gpus);
     rep.slow_gpus = speed->slow_gpus();
     const Topology& net = rep.cluster->whole();
-    std::vector<double> capacities = link_capacities(net);
-    for (int l : slow_links(net, c.stragglers, capacities))
+    slow = slow_links(net, c.stragglers);
+    for (int l : slow)
       rep.slow_links.push_back(net.vertex(net.link(l).from).name + " -> " + net.vertex(net.link(l).to).name);
   }
-  const Run run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, parts, speed ? &*speed : nullptr};
-
-  // Every layout is checked before anything is simulated, so bad input fails fast.
-  for (Strategy s : c.strategies) make_layout(c, rep.model, s, c.gpus, rep.topology().gpus_per_node);
+  // The layouts were checked before the cluster was built (prepare), so bad input failed fast.
+  const Run run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, parts,
+                speed ? &*speed : nullptr, slow};
   std::optional<TraceWriter> trace;
   if (options.trace) trace.emplace(*options.trace);
   std::optional<double> ulysses_step;

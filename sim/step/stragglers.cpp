@@ -1,6 +1,8 @@
-// Draws from a counter-based hash (splitmix64's finalizer) rather than a sequential generator: a
-// draw depends only on (seed, what it is for), so results do not depend on build or thread order.
+// Draws from a counter-based hash (splitmix64) rather than a sequential generator: a draw depends
+// only on (seed, what it is for), so results do not depend on build or thread order.
 #include "stragglers.hpp"
+
+#include "splitmix64.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,15 +11,8 @@
 namespace basp {
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 std::uint64_t hash(std::uint64_t seed, std::uint64_t salt, std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0) {
-  return mix(mix(mix(mix(seed ^ salt) ^ a) ^ b) ^ c);
+  return splitmix64(splitmix64(splitmix64(splitmix64(seed ^ salt) ^ a) ^ b) ^ c);
 }
 
 // Uniform in [0, 1): the top 53 bits.
@@ -57,7 +52,7 @@ double ComputeSpeed::factor(int rank, int layer, int pass) const {
   return f;
 }
 
-std::vector<int> slow_links(const Topology& topo, const Stragglers& s, std::vector<double>& capacity_Bps) {
+std::vector<int> slow_links(const Topology& topo, const Stragglers& s) {
   std::vector<int> network;
   for (int l = 0; l < topo.link_count(); ++l)
     if (topo.link(l).cls == LinkClass::nic || topo.link(l).cls == LinkClass::fabric) network.push_back(l);
@@ -65,7 +60,6 @@ std::vector<int> slow_links(const Topology& topo, const Stragglers& s, std::vect
   std::vector<int> out;
   for (int k : seeded_choice(total, fraction_count(s.slow_link_fraction, total), s.seed, salt_links))
     out.push_back(network[k]);
-  for (int l : out) capacity_Bps[l] /= s.slow_link_factor;
   return out;
 }
 

@@ -43,7 +43,7 @@ class ComputeSpeed {
   std::vector<int> slow_;
 };
 
-// The network links `s` slows (ascending ids), and `capacity_Bps` (by link id) with them slowed.
-std::vector<int> slow_links(const Topology& topo, const Stragglers& s, std::vector<double>& capacity_Bps);
+// The network links `s` slows (ascending ids): each carries 1/slow_link_factor of its capacity.
+std::vector<int> slow_links(const Topology& topo, const Stragglers& s);
 
 }  // namespace basp
