@@ -1,6 +1,7 @@
 // The validator's plain parts: how the problem splits over ranks, the refusals, the generated
 // inputs, the checks' verdicts and the reference's own consistency.
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "check.hpp"
 #include "input_error.hpp"
@@ -98,6 +99,27 @@ TEST_CASE("validate: the check passes a close result and fails a perturbed or mi
   CHECK(failed);
   for (const auto& c : check_against(missing, ref, true))
     if (c.name == "dx") CHECK_FALSE(c.ok());
+}
+
+TEST_CASE("validate: a failed check names the rank whose rows differ most, NaN included") {
+  const LayerShape s = small_shape();
+  const LayerResult ref = reference_layer(3, s);
+  const std::size_t rows = std::size_t(s.batch) * std::size_t(s.seq), width = std::size_t(s.hidden);
+  LayerResult got = ref;
+  got.row_rank.assign(rows, 0);
+  for (std::size_t row = rows / 2; row < rows; ++row) got.row_rank[row] = 1;
+  got.y[(rows - 1) * width] += 0.5;                      // rank 1's last row
+  got.y[0] += 0.25;                                      // rank 0's first row: smaller
+  got.dx[3] = std::numeric_limits<double>::quiet_NaN();  // rank 0
+  got.dx[(rows - 1) * width] += 1e3;                     // rank 1, but finite
+  for (const auto& c : check_against(got, ref, false)) {
+    INFO(c.name);
+    if (c.name == "y") CHECK(c.worst_rank == 1);
+    if (c.name == "dx") CHECK(c.worst_rank == 0);
+    if (c.name != "y" && c.name != "dx") CHECK(c.worst_rank == -1);
+  }
+  got.row_rank.clear();  // the reference itself, or a result whose rows were not attributed
+  for (const auto& c : check_against(got, ref, false)) CHECK(c.worst_rank == -1);
 }
 
 TEST_CASE("validate: the reference's output-projection gradient is consistent with its output") {

@@ -1,6 +1,8 @@
 // basp-validate run under mpirun with small shapes: Ulysses and BASP equal the reference (GQA
-// replication included), B = 1 makes them identical, the exact all-to-all check, refusals, the watchdog.
+// replication included), B = 1 makes them identical, the exact all-to-all check, refusals, and
+// the fault figures: a hung, a killed and a corrupted rank.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -147,17 +149,68 @@ TEST_CASE("validate layer: --model takes a shipped model and explicit flags over
   CHECK_THAT(r.out, Catch::Contains("model llama-3.2-1b: heads 4, kv heads 2, head dim 16, hidden 64"));
 }
 
-TEST_CASE("validate: a hung collective becomes an abort with a clear message") {
+// Fault figures (validate/README.md, "Failure behaviour"): each injected fault must end the run
+// with the right exit code, within a bound, saying what went wrong and where.
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+TEST_CASE("validate: a hung collective becomes an abort with a clear message, after the timeout") {
+  const auto start = std::chrono::steady_clock::now();
   const Run r = mpirun(4, "layer " + kSmall + " --timeout 2", "BASP_VALIDATE_STALL_RANK=1");
-  CHECK(r.code != 0);
+  const double wall = seconds_since(start);
+  INFO(r.out << "wall " << wall << " s");
+  CHECK(r.code == 1);
   CHECK_THAT(r.out, Catch::Contains("did not complete within 2 s"));
+  // Never before the timeout; after it, by the launch's start-up (about 1.3 s here, more under the
+  // sanitizers) and the time mpirun takes to stop the others.
+  CHECK(wall >= 2.0);
+  CHECK(wall < 2.0 + 20.0);
+}
+
+TEST_CASE("validate: a rank killed under mpirun ends the run with a nonzero exit, without a hang") {
+  const auto start = std::chrono::steady_clock::now();
+  // Without --timeout too: the launcher, not the watchdog, must notice the dead process.
+  const Run r = mpirun(4, "layer " + kSmall + " --timeout 0", "BASP_VALIDATE_KILL_RANK=1");
+  const double wall = seconds_since(start);
+  INFO(r.out << "wall " << wall << " s");
+  CHECK(r.code != 0);
+  CHECK_THAT(r.out, Catch::Contains("signal 9"));
+  CHECK(wall < 20.0);
+}
+
+TEST_CASE("validate: a corrupted result is a mismatch (exit 1) naming the tensor and the rank") {
+  TempFile json("basp-validate-corrupt.json");
+  const Run r =
+      mpirun(4, "layer " + kSmall + " --batch 2 --json " + json.path, "BASP_VALIDATE_CORRUPT_RANK=2");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Catch::Contains("# FAILED: ulysses y differs from the reference most on rank 2"));
+  CHECK_THAT(r.out, Catch::Contains("# FAILED: basp y differs from the reference most on rank 2"));
+  CHECK_THAT(r.out, Catch::Contains("# Check: FAILED"));
+  const auto j = read_json(json.path);
+  CHECK_FALSE(j.at("ok").get<bool>());
+  for (const auto& run : j.at("results"))
+    for (const auto& c : run.at("checks")) {
+      const std::string tensor = c.at("tensor").get<std::string>();
+      INFO(run.at("strategy").get<std::string>() << " " << tensor);
+      // Only y was touched: one element by 1, so its largest difference is 1 (to float rounding).
+      CHECK(c.at("ok").get<bool>() == (tensor != "y"));
+      if (tensor == "y") {
+        CHECK(c.at("worst_rank").get<int>() == 2);
+        CHECK(c.at("max_abs").get<double>() == Approx(1.0).margin(1e-5));
+      }
+      if (tensor == "y" || tensor == "dx") CHECK(c.contains("worst_rank"));
+      if (tensor != "y" && tensor != "dx") CHECK_FALSE(c.contains("worst_rank"));
+    }
 }
 
 // [serial]: it times the machine, so CTest runs it alone (tests/CMakeLists.txt): another test's load
 // on the same two cores shifts one run against another by more than the bound.
-TEST_CASE(
-    "calibration loop on this machine: measure, calibrate, then predict a layer run the fit never saw",
-    "[serial]") {
+TEST_CASE("calibration loop on this machine: measure, calibrate, then predict a layer run the fit never saw",
+          "[serial]") {
   // localhost-cpu: one rank per core (2 here). The fit uses comm and compute runs only; the layer
   // run at S = 512 is held out. Bound: the layer's total time per strategy within 50%. Observed on
   // the 2-core VM in 8 runs: -22% to +10% (with the layer run before both compute runs, 13 runs

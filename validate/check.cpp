@@ -25,6 +25,24 @@ double max_abs(const std::vector<double>& a, const std::vector<double>& b) {
   for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
   return m;
 }
+
+int rank_with_largest_difference(const std::vector<double>& got, const std::vector<double>& ref,
+                                 const std::vector<int>& row_rank) {
+  if (row_rank.empty() || got.size() != ref.size() || got.size() % row_rank.size() != 0) return -1;
+  const std::size_t width = got.size() / row_rank.size();
+  int worst = -1;
+  double largest = -1;
+  for (std::size_t row = 0; row < row_rank.size(); ++row)
+    for (std::size_t c = 0; c < width; ++c) {
+      const double d = std::abs(got[row * width + c] - ref[row * width + c]);
+      // NaN counts as the largest difference, as it fails the check.
+      if (d > largest || (std::isnan(d) && !std::isnan(largest))) {
+        largest = d;
+        worst = row_rank[row];
+      }
+    }
+  return worst;
+}
 }  // namespace
 
 std::vector<TensorCheck> check_against(const LayerResult& got, const LayerResult& ref, bool bf16) {
@@ -39,6 +57,8 @@ std::vector<TensorCheck> check_against(const LayerResult& got, const LayerResult
     c.rel_l2 = relative_l2(*pair.first, *pair.second);
     c.max_abs = max_abs(*pair.first, *pair.second);
     c.tolerance = std::string(name) == "y" ? out_tol : grad_tol;
+    if (pair.first == &got.y || pair.first == &got.dx)
+      c.worst_rank = rank_with_largest_difference(*pair.first, *pair.second, got.row_rank);
     out.push_back(c);
   }
   return out;

@@ -14,6 +14,9 @@ struct TensorCheck {
   double rel_l2 = 0;  // ‖got − ref‖₂ / ‖ref‖₂
   double max_abs = 0;
   double tolerance = 0;
+  // y and dx: the rank whose rows differ most from the reference (a failed check names it); -1 for
+  // the weight gradients, which are sums over ranks, and when rows are not attributed.
+  int worst_rank = -1;
   bool ok() const { return rel_l2 <= tolerance; }  // NaN fails
 };
 

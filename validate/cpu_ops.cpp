@@ -1,30 +1,20 @@
 // CPU backend operations. GEMMs map the row-major buffers into Eigen; the exchange is one
-// MPI_Alltoall over the group's communicator, guarded by the watchdog.
+// MPI_Alltoall over the group's communicator, guarded by the watchdog (faults injected first).
 #include "cpu_ops.hpp"
 
 #include <Eigen/Core>
-#include <chrono>
 #include <climits>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "cpu_kernels.hpp"
+#include "fault_injection.hpp"
 
 namespace basp::validate {
 
 namespace {
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstMap = Eigen::Map<const RowMat>;
-
-// Fault injection for the watchdog's test (documented in validate/README.md):
-// BASP_VALIDATE_STALL_RANK=r makes world rank r never join its exchanges, as a hung peer would.
-void stall_if_asked(int world_rank) {
-  static const char* stall = std::getenv("BASP_VALIDATE_STALL_RANK");
-  if (stall && std::atoi(stall) == world_rank)
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-}
 }  // namespace
 
 void CpuOps::gemm(Trans ta, Trans tb, long m, long n, long k, const Buffer& a, const Buffer& b, Buffer& c,
@@ -82,7 +72,7 @@ void CpuOps::all_to_all(const Buffer& send, Buffer& recv, long per_peer, Phase p
   if (per_peer > long(INT_MAX))
     throw std::runtime_error("all-to-all of " + std::to_string(per_peer) +
                              " elements per peer exceeds MPI's int count");
-  stall_if_asked(world_rank);
+  exchange_faults(world_rank);
   if (watchdog) watchdog->arm("MPI_Alltoall " + std::string(kPhaseNames[int(p)]));
   MPI_Alltoall(send.data(), int(per_peer), MPI_FLOAT, recv.data(), int(per_peer), MPI_FLOAT, group);
   if (watchdog) watchdog->disarm();

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fault_injection.hpp"
+
 namespace basp::validate {
 
 void cuda_check(cudaError_t e, const char* what) {
@@ -184,6 +186,7 @@ void CudaOps::attention_backward(const Buffer& q, const Buffer& k, const Buffer&
 }
 
 void CudaOps::all_to_all(const Buffer& send, Buffer& recv, long per_peer, Phase) {
+  exchange_faults(rank);
   int peers = 0;
   nccl_check(ncclCommCount(group, &peers), "ncclCommCount");
   nccl_check(ncclGroupStart(), "ncclGroupStart");

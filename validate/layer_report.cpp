@@ -90,6 +90,11 @@ void print_layer_table(std::ostream& out, const LayerReport& r) {
                       c.tolerance, c.ok() ? "OK" : "FAILED");
         out << b;
       }
+    for (std::size_t i = 0; i < r.runs.size(); ++i)
+      for (const auto& c : r.checks[i])
+        if (!c.ok() && c.worst_rank >= 0)
+          out << "# FAILED: " << strategy_name(r.runs[i].strategy) << " " << c.name
+              << " differs from the reference most on rank " << c.worst_rank << "\n";
     if (r.strategies_max_abs_diff)
       out << "# ulysses vs basp: largest absolute difference " << fmt("%.3e", *r.strategies_max_abs_diff)
           << "\n";
@@ -140,12 +145,15 @@ nlohmann::json layer_json(const LayerReport& r) {
     }
     nlohmann::json checks = nlohmann::json::array();
     if (i < r.checks.size())
-      for (const auto& c : r.checks[i])
-        checks.push_back({{"tensor", c.name},
-                          {"rel_l2", c.rel_l2},
-                          {"max_abs", c.max_abs},
-                          {"tolerance", c.tolerance},
-                          {"ok", c.ok()}});
+      for (const auto& c : r.checks[i]) {
+        nlohmann::json check = {{"tensor", c.name},
+                                {"rel_l2", c.rel_l2},
+                                {"max_abs", c.max_abs},
+                                {"tolerance", c.tolerance},
+                                {"ok", c.ok()}};
+        if (c.worst_rank >= 0) check["worst_rank"] = c.worst_rank;
+        checks.push_back(check);
+      }
     const Stats a2a = stats_of(total_samples(m, true)), total = stats_of(total_samples(m, false));
     results.push_back({{"strategy", strategy_name(m.strategy)},
                        {"group_size", m.group_size},

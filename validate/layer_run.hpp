@@ -7,6 +7,7 @@
 
 #include "attention_layer.hpp"
 #include "control.hpp"
+#include "fault_injection.hpp"
 #include "inputs.hpp"
 #include "reference.hpp"
 
@@ -71,7 +72,9 @@ StrategyMeasurement run_layer(Ops& ops, Control& ctl, LayerStrategy strategy, co
   if (!o.check) return m;
 
   // Outputs: each rank's token rows go back to their global place; weight gradients are summed.
-  const auto y = ctl.gather_vector(ops.download(layer.y));
+  std::vector<float> my_y = ops.download(layer.y);
+  corrupt_output_if_asked(ctl.rank(), my_y);
+  const auto y = ctl.gather_vector(my_y);
   const auto dx = ctl.gather_vector(ops.download(layer.dx));
   const auto sum_over_ranks = [&](const typename Ops::Buffer& b) {
     const std::vector<float> local = ops.download(b);
@@ -88,6 +91,7 @@ StrategyMeasurement run_layer(Ops& ops, Control& ctl, LayerStrategy strategy, co
   const long D = sh.hidden, rows = long(sh.batch) * sh.seq;
   m.gathered.y.assign(rows * D, 0.0);
   m.gathered.dx.assign(rows * D, 0.0);
+  m.gathered.row_rank.assign(rows, -1);
   const long per_rank = plan.exchange.tokens() * D;
   for (int r = 0; r < ctl.size(); ++r) {
     const RankPlan pr = plan_rank(strategy, sh, ctl.size(), r);
@@ -95,6 +99,7 @@ StrategyMeasurement run_layer(Ops& ops, Control& ctl, LayerStrategy strategy, co
       for (long i = 0; i < pr.exchange.chunk; ++i) {
         const long global = (long(pr.first_sequence + q) * sh.seq + pr.first_position + i) * D;
         const long local = r * per_rank + (q * pr.exchange.chunk + i) * D;
+        m.gathered.row_rank[global / D] = r;
         for (long c = 0; c < D; ++c) {
           m.gathered.y[global + c] = y[local + c];
           m.gathered.dx[global + c] = dx[local + c];

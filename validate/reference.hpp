@@ -12,6 +12,7 @@ namespace basp::validate {
 // Global tensors, row-major: y and dx [B][S][hidden]; weight gradients shaped like the weights.
 struct LayerResult {
   std::vector<double> y, dx, dwq, dwk, dwv, dwo;
+  std::vector<int> row_rank;  // distributed runs: the rank that computed each row of y and dx
 };
 
 LayerResult reference_layer(std::uint64_t seed, const LayerShape& shape);
