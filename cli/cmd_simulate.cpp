@@ -6,10 +6,14 @@
 #include "step_report.hpp"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <unistd.h>
 
 namespace basp::cli {
@@ -24,6 +28,69 @@ struct SimulateCommand {
   int trace_ranks = 64;
 };
 
+// The progress line: runs done, the running one's share of finished engine tasks, and the time left
+// at the rate so far (runs cost alike: the strategies share the cluster and the job).
+class RunProgress {
+ public:
+  explicit RunProgress(EngineProgress& engine) : engine_(engine) {}
+  ~RunProgress() { stop(); }
+  void start(std::string_view strategy, int done, int total) {
+    std::lock_guard lock(mutex_);
+    if (!thread_.joinable()) {
+      t0_ = std::chrono::steady_clock::now();
+      thread_ = std::thread([this] { redraw(); });
+    }
+    strategy_ = strategy;
+    done_ = done;
+    total_ = total;
+    engine_.tasks.store(0, std::memory_order_relaxed);  // the next engine's, once it runs
+    engine_.finished.store(0, std::memory_order_relaxed);
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!thread_.joinable()) return;
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+    if (shown_) std::fprintf(stderr, "\r%110s\r", "");
+  }
+
+ private:
+  void redraw() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; })) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+      if (elapsed < 2.0) continue;
+      if (total_ == 0) {
+        std::fprintf(stderr, "\rsimulate: building the cluster and estimating memory; %.1f s so far      ", elapsed);
+        std::fflush(stderr);
+        shown_ = true;
+        continue;
+      }
+      const double tasks = double(engine_.tasks.load(std::memory_order_relaxed));
+      const double share = tasks > 0 ? double(engine_.finished.load(std::memory_order_relaxed)) / tasks : 0.0;
+      const double overall = (done_ + share) / total_;
+      char left[48] = "";
+      if (overall > 0.01) std::snprintf(left, sizeof left, ", about %.0f s left", elapsed * (1 - overall) / overall);
+      std::fprintf(stderr, "\rsimulate: run %d/%d, %s: %s%.0f%% of its tasks; %.1f s so far%s      ", done_ + 1,
+                   total_, strategy_.c_str(), tasks > 0 ? "" : "building, ", share * 100, elapsed, left);
+      std::fflush(stderr);
+      shown_ = true;
+    }
+  }
+
+  EngineProgress& engine_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+  std::chrono::steady_clock::time_point t0_;
+  std::string strategy_;
+  int done_ = 0, total_ = 0;  // total_ 0: no run started yet
+  bool stop_ = false, shown_ = false;
+};
+
 int run_simulate(const SimulateCommand& cmd) {
   const StepConfig config = to_step_config(cmd.args);
   StepOptions options;
@@ -35,23 +102,18 @@ int run_simulate(const SimulateCommand& cmd) {
     if (!trace) throw InputError("", 0, "--trace", "cannot write '" + cmd.trace + "'");
     options.trace = &trace;
   }
-  // On a terminal, once a run has taken 2 s: which strategy runs, and an estimate of what is left.
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  bool shown = false;
-  if (terminal)
-    options.progress = [&](std::string_view strategy, int done, int total) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (elapsed < 2.0) return;
-      shown = true;
-      char left[48] = "";
-      if (done > 0) std::snprintf(left, sizeof left, ", about %.0f s left", elapsed / done * (total - done));
-      std::fprintf(stderr, "\rsimulate: %d/%d runs done, now %.*s; %.1f s so far%s      ", done, total,
-                   int(strategy.size()), strategy.data(), elapsed, left);
-      std::fflush(stderr);
-    };
+  options.memory_budget_bytes = memory_budget_bytes(cmd.args);
+  // On a terminal, once the run has taken 2 s: which strategy runs, how far its engine has got and
+  // an estimate of what is left, redrawn four times a second by a thread of its own.
+  EngineProgress engine;
+  RunProgress shown(engine);
+  if (::isatty(STDERR_FILENO) != 0) {
+    shown.start("", 0, 0);  // the cluster, its routes and the memory estimates come first
+    options.engine_progress = &engine;
+    options.progress = [&](std::string_view strategy, int done, int total) { shown.start(strategy, done, total); };
+  }
   const StepReport report = simulate_step(config, options);
-  if (shown) std::fprintf(stderr, "\r%100s\r", "");
+  shown.stop();
   if (trace.is_open()) {
     trace.close();
     if (!trace) throw std::runtime_error("writing the trace to '" + cmd.trace + "' failed");

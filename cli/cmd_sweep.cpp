@@ -153,7 +153,10 @@ int run_sweep(const SweepCommand& cmd) {
     }
     if (bar) progress(n, total, label);
     try {
-      const StepReport rep = simulate_step(to_step_config(apply(cmd.args, vars, pick)));
+      const SimulateArgs args = apply(cmd.args, vars, pick);
+      StepOptions options;
+      options.memory_budget_bytes = memory_budget_bytes(args);
+      const StepReport rep = simulate_step(to_step_config(args), options);
       ++ok;
       nlohmann::ordered_json results = nlohmann::json::array();
       for (const StrategyResult& r : rep.results) {

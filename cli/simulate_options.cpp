@@ -62,6 +62,9 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
                  "Stragglers: FRACTION:FACTOR (that share of the network's links, NIC ports and fabric trunks, at "
                  "least one, carries 1/FACTOR of its capacity)");
   app.add_option("--seed", a.seed, "Which GPUs and links are slow, and the jitter's draws")->capture_default_str();
+  app.add_option("--sim-memory", a.sim_memory,
+                 "Host memory one strategy's simulation may hold, by estimate, e.g. 16GiB (default: 3/4 of this "
+                 "machine's memory); a larger scenario is refused before it is built");
 }
 
 namespace {
@@ -97,6 +100,13 @@ std::vector<Strategy> parse_strategies(const std::vector<std::string>& names) {
     out.push_back(strategy);
   }
   return out;
+}
+
+double memory_budget_bytes(const SimulateArgs& a) {
+  if (a.sim_memory.empty()) return host_memory_budget_bytes();
+  const double bytes = parse_flag_quantity("--sim-memory", a.sim_memory, Quantity::bytes);
+  if (!(bytes > 0)) throw InputError("", 0, "--sim-memory", "must be more than 0 bytes");
+  return bytes;
 }
 
 StepConfig to_step_config(const SimulateArgs& a) {

@@ -35,12 +35,15 @@ struct SimulateArgs {
   double compute_jitter = 0.0;
   std::string slow_gpus, slow_links;  // FRACTION:FACTOR
   std::uint64_t seed = 1;
+  std::string sim_memory;  // host memory an engine may hold, e.g. 16GiB ("": host_memory_budget_bytes)
 };
 
 void add_simulate_options(CLI::App& app, SimulateArgs& args);
 StepConfig to_step_config(const SimulateArgs& args);  // InputError for values CLI11 cannot check
 // --strategy's names (CLI11 checked each) as strategies; InputError when one is named twice.
 std::vector<Strategy> parse_strategies(const std::vector<std::string>& names);
+// What StepOptions::memory_budget_bytes should be: --sim-memory, or 3/4 of this machine's memory.
+double memory_budget_bytes(const SimulateArgs& args);
 
 // One line per figure of a result, for tables; the JSON forms of a config and a result.
 std::string describe_config(const StepReport& report);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -123,6 +124,49 @@ TEST_CASE("simulate: bad input exits 2 with one message naming the flag") {
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::Contains(c.says));
   }
+}
+
+// Issue 16's guard: a scenario whose engine would not fit the host memory is refused before any
+// engine is built, saying the estimate, the engine and what to change.
+TEST_CASE("simulate: a scenario over the host memory budget is refused with its estimate (exit 2)") {
+  // 16,384 ranks on the full engine: about 2.1e7 flows and 5.8 GiB by estimate (the run holds
+  // 3.5 GiB resident and takes 20 s); refused within the time it takes to build the cluster.
+  const auto start = std::chrono::steady_clock::now();
+  const Run r = basp_cli(
+      "simulate --topology dgx-h100 --nodes 2048 --engine full --model llama-3.1-8b --seq 32K --sp 32 --batch 4 "
+      "--sim-memory 4GiB");
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(lines_of(r.out).size() == 1);
+  CHECK_THAT(r.out, Catch::Contains("field '--sim-memory'") && Catch::Contains("the full engine (all 16384 ranks)") &&
+                        Catch::Contains("e+07 flows") && Catch::Contains("GiB of host memory, more than the 4 GiB") &&
+                        Catch::Contains("raise --sim-memory"));
+  CHECK(wall < 10.0);
+  // The same job on the class engine fits: it runs.
+  const Run folded = basp_cli(
+      "simulate --topology dgx-h100 --nodes 2048 --model llama-3.1-8b --seq 32K --sp 32 --batch 4 --sim-memory 4GiB");
+  INFO(folded.out);
+  CHECK(folded.code == 0);
+  for (const char* bad : {"--sim-memory 0", "--sim-memory 12Q"}) {
+    const Run b = basp_cli(std::string("simulate ") + bad);
+    CHECK(b.code == 2);
+    CHECK_THAT(b.out, Catch::Contains("--sim-memory"));
+  }
+}
+
+// On a terminal a run over 2 s shows a progress line (run, share of the engine's tasks, time left)
+// and erases it; into a file or pipe it prints nothing extra.
+TEST_CASE("simulate: progress with time left on a terminal only") {
+  const std::string job = "simulate --topology dgx-h100 --nodes 128 --sp 32 --engine full";  // about 3 s
+  const Run tty = basp::test::run_command("script -qec '" + std::string(BASP_BINARY) + " " + job +
+                                          " >/dev/null' /dev/null");
+  REQUIRE(tty.code == 0);
+  CHECK_THAT(tty.out, Catch::Contains("simulate: run ") && Catch::Contains("% of its tasks") &&
+                          Catch::Contains("s so far, about "));
+  const Run piped = basp_cli(job + " --csv");
+  REQUIRE(piped.code == 0);
+  CHECK_THAT(piped.out, !Catch::Contains("simulate: run"));
 }
 
 TEST_CASE("sweep: the cross product of --vary values - one CSV row per combination and strategy") {

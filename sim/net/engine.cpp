@@ -76,6 +76,7 @@ void Engine::make_ready(TaskId t, double now) {
 void Engine::finish(TaskId t, double now) {
   finish_[t] = now;
   ++stats_.events;
+  ++finished_tasks_;
   for (std::uint32_t k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k)
     if (--preds_left_[succ_[k]] == 0) make_ready(succ_[k], now);
 }
@@ -142,6 +143,10 @@ RunStats Engine::run() {
   solver_.reserve(paths_.size(), hops_.size());
   for (TaskId t = 0; t < tasks; ++t)
     if (preds_left_[t] == 0) make_ready(t, 0.0);
+  if (progress_) {
+    progress_->finished.store(0, std::memory_order_relaxed);
+    progress_->tasks.store(tasks, std::memory_order_relaxed);
+  }
 
   double now = 0.0;
   double next_finish = inf;  // absolute time the first transferring flow completes
@@ -209,6 +214,7 @@ RunStats Engine::run() {
     next_finish = inf;
     for (std::size_t i = 0; i < active_.size(); ++i)
       next_finish = std::min(next_finish, now + remaining_[i] / rate_[i]);
+    if (progress_) progress_->finished.store(finished_tasks_, std::memory_order_relaxed);
   }
   stats_.end_s = now;
   for (TaskId t = 0; t < tasks; ++t)

@@ -12,6 +12,7 @@
 #include "hop.hpp"
 #include "maxmin.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -37,6 +38,12 @@ struct RunStats {
   double end_s = 0.0;         // time the last task finished
 };
 
+// How far a run has got, for a progress line read from another thread.
+struct EngineProgress {
+  std::atomic<std::uint64_t> tasks{0};     // of the running engine
+  std::atomic<std::uint64_t> finished{0};  // of those, finished so far
+};
+
 class Engine {
  public:
   explicit Engine(std::vector<double> link_capacity_Bps);
@@ -53,6 +60,8 @@ class Engine {
   void watch_links(std::vector<int> links);
 
   RunStats run();  // once
+  // run() then stores its task count and, once per event batch, its finished tasks there.
+  void publish_progress(EngineProgress* progress) { progress_ = progress; }
 
   // Instead of run(), for a graph of delays only: when its last task finishes, each task starting
   // once all it depends on have finished (the longest path; no events, so no batching within 1e-9).
@@ -109,6 +118,8 @@ class Engine {
   std::vector<double> watched_load_;
   std::vector<LinkSample> samples_;
   RunStats stats_;
+  std::uint64_t finished_tasks_ = 0;
+  EngineProgress* progress_ = nullptr;
   bool ran_ = false;
 };
 

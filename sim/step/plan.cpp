@@ -20,7 +20,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 namespace basp {
 namespace {
@@ -140,13 +139,6 @@ double global_batch_bound_s(const CostModel& cost, const Layout& layout, const Z
   const double gradients = c.embedding[0].time_s + layers * forward + c.lm_head[0].time_s + c.lm_head[1].time_s +
                            layers * ((checkpointing ? forward : 0.0) + backward) + c.embedding[1].time_s + a2a;
   return double(accumulation) * gradients + c.optimizer.time_s;
-}
-
-// 3/4 of physical memory: room for the process, the topology and the page cache besides.
-double default_simulation_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return 8.0 * (1L << 30);  // not reported: 8 GiB
-  return 0.75 * double(pages) * double(page);
 }
 
 // The most a GPU of the topology can send at once: the sum of its outgoing links.
@@ -288,7 +280,7 @@ PlanReport plan(const PlanQuestion& q) {
   }
 
   r.simulation_memory_bytes =
-      q.simulation_memory_bytes > 0 ? q.simulation_memory_bytes : default_simulation_memory_bytes();
+      q.simulation_memory_bytes > 0 ? q.simulation_memory_bytes : host_memory_budget_bytes();
   const int threads = std::max(1, q.threads > 0 ? q.threads : int(std::thread::hardware_concurrency()));
   std::vector<RunCache> caches(threads);
   auto in_parallel = [&](std::size_t count, const std::function<void(std::size_t, int)>& job) {

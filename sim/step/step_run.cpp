@@ -11,12 +11,15 @@
 #include "step_figures.hpp"
 #include "step_graph.hpp"
 #include "trace.hpp"
+#include "units.hpp"
 
 #include <algorithm>
-#include <tuple>
 #include <chrono>
-#include <span>
+#include <cstdio>
 #include <iterator>
+#include <span>
+#include <tuple>
+#include <unistd.h>
 
 namespace basp {
 namespace {
@@ -67,6 +70,51 @@ StrategyGraph strategy_graph(const Run& run, Strategy strategy) {
   return {std::move(layout), costs, std::move(groups), net};
 }
 
+// What g's engine will hold, from the layout and the fold alone (nothing built yet).
+struct EngineEstimate {
+  double flows = 0;  // flow tasks of the quotient
+  double bytes = 0;  // host memory
+};
+EngineEstimate engine_estimate(const Run& run, const StrategyGraph& g) {
+  const RankFold& fold = g.net.choice.fold;
+  const Layout& l = g.layout;
+  const double layers = layers_to_simulate(run, l, fold), others = 3;  // embedding, head, optimizer
+  // Flows per layer of the quotient: the exchanges', and the ZeRO calls' NCCL ring edges (a rank's
+  // successor in the channel that enters its node plus one edge out of the node per channel: at
+  // most 2 per rank per call); the other modules make ZeRO calls only.
+  const auto [a2a, ring] = exchange_flows_per_layer(l, run.config.checkpointing);
+  const int calls = (run.zero.stage == 3 ? 2 : 0) + 1 + (run.zero.stage > 0 && !g.groups.replica.empty() ? 1 : 0);
+  const double zero = 2.0 * calls * l.ranks;
+  // Engine::memory_bytes measured per flow built (its task, dependencies, hops and solver state,
+  // arrays grown by doubling): 220-250 B for all-to-all and ZeRO flows, 360-390 B for ring sends
+  // (each behind a chain of compute blocks); compute tasks per rank and module on top.
+  const double m = fold.members();
+  const double flows = (layers * (a2a + zero + ring) + others * zero) / m;
+  const double bytes = (layers * (280 * (a2a + zero) + 450 * ring) + others * 280 * zero) / m +
+                       (layers + others) * 2048.0 * fold.classes();
+  const int links = fold.folded() ? fold.link_classes() : g.net.topo.link_count();
+  return {flows, bytes + 64.0 * links};
+}
+
+// Refuses, before any is built, a run whose engine would hold more than the budget.
+void check_host_memory(const Run& run, Strategy strategy, double budget_bytes) {
+  const StrategyGraph g = strategy_graph(run, strategy);
+  const EngineEstimate e = engine_estimate(run, g);
+  if (e.bytes <= budget_bytes) return;
+  const RankFold& fold = g.net.choice.fold;
+  char flows[32];
+  std::snprintf(flows, sizeof flows, "%.3g", e.flows);
+  const std::string engine = fold.folded() ? "the class engine (" + std::to_string(fold.classes()) + " classes of " +
+                                                 std::to_string(run.config.gpus) + " ranks)"
+                                           : "the full engine (all " + std::to_string(run.config.gpus) + " ranks)";
+  throw InputError("", 0, "--sim-memory",
+                   "simulating " + std::string(to_string(strategy)) + " with " + engine + " would build about " + flows +
+                       " flows and hold about " + format_bytes(e.bytes) + " of host memory, more than the " +
+                       format_bytes(budget_bytes) +
+                       " allowed; use fewer --nodes or --gpus, --engine auto (alike ranks fold into classes; "
+                       "stragglers and jitter forbid it), a smaller --layers-simulated, or raise --sim-memory");
+}
+
 // Builds one strategy's step graph on its own engine, runs it and reduces it to the report's figures.
 StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trace, int run_index) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -84,6 +132,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   std::vector<double> capacities = link_capacities(net);
   for (int l : run.slow_links) capacities[l] /= run.config.stragglers.slow_link_factor;
   Engine engine(fold.quotient_capacities(capacities));
+  engine.publish_progress(run.options.engine_progress);
   Router& router = run.cache.router(g.net.topo);
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
                                      run.config.checkpointing, run.zero, g.groups, res.layers_simulated, nullptr,
@@ -192,19 +241,26 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   std::optional<TraceWriter> trace;
   if (options.trace) trace.emplace(*options.trace);
   std::optional<double> ulysses_step;
-  const bool baseline = std::find(c.strategies.begin(), c.strategies.end(), Strategy::ulysses) == c.strategies.end();
+  // The Ulysses baseline, when the job does not list Ulysses and Ulysses is possible for it at all.
+  bool baseline = std::find(c.strategies.begin(), c.strategies.end(), Strategy::ulysses) == c.strategies.end();
+  if (baseline) try {
+      make_layout(c, rep.model, Strategy::ulysses, c.gpus, rep.cluster->sample().gpus_per_node);
+    } catch (const InputError&) {
+      baseline = false;
+    }
   const int runs = static_cast<int>(c.strategies.size()) + (baseline ? 1 : 0);
+  if (options.memory_budget_bytes > 0) {
+    for (Strategy s : c.strategies) check_host_memory(run, s, options.memory_budget_bytes);
+    if (baseline) check_host_memory(run, Strategy::ulysses, options.memory_budget_bytes);
+  }
   for (std::size_t i = 0; i < c.strategies.size(); ++i) {
     if (options.progress) options.progress(to_string(c.strategies[i]), int(i), runs);
     rep.results.push_back(run_strategy(run, c.strategies[i], trace ? &*trace : nullptr, int(i)));
     if (c.strategies[i] == Strategy::ulysses) ulysses_step = rep.results.back().global_batch_s;
   }
-  if (!ulysses_step) {
-    try {  // the baseline, when Ulysses is possible at all for this job
-      if (options.progress) options.progress("ulysses (baseline)", runs - 1, runs);
-      ulysses_step = run_strategy(run, Strategy::ulysses, nullptr, 0).global_batch_s;
-    } catch (const InputError&) {
-    }
+  if (baseline) {
+    if (options.progress) options.progress("ulysses (baseline)", runs - 1, runs);
+    ulysses_step = run_strategy(run, Strategy::ulysses, nullptr, 0).global_batch_s;
   }
   if (ulysses_step)
     for (StrategyResult& r : rep.results) r.speedup_vs_ulysses = *ulysses_step / r.global_batch_s;
@@ -212,6 +268,12 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   return std::move(rep);
 }
 }  // namespace
+
+double host_memory_budget_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 8.0 * (1L << 30);  // not reported: 8 GiB
+  return 0.75 * double(pages) * double(page);
+}
 
 StepReport simulate_step(const StepConfig& in, const StepOptions& options) {
   return simulate_under(in, nullptr, options);
@@ -308,24 +370,8 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
 
 double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config, Strategy strategy,
                                RunCache& cache) {
-  return on_setup(setup, config, cache, [&](const Run& run) {
-    const StrategyGraph g = strategy_graph(run, strategy);
-    const RankFold& fold = g.net.choice.fold;
-    const Layout& l = g.layout;
-    const double modules = layers_to_simulate(run, l, fold) + 3;  // layers, embedding, head, optimizer
-    // Flows per module of the quotient: the exchanges', and the ZeRO calls' NCCL ring edges (a
-    // rank's successor in the channel that enters its node plus one edge out of the node per
-    // channel: at most 2 per rank per call).
-    const auto [a2a, ring] = exchange_flows_per_layer(l, run.config.checkpointing);
-    const int calls = (run.zero.stage == 3 ? 2 : 0) + 1 + (run.zero.stage > 0 && !g.groups.replica.empty() ? 1 : 0);
-    const double zero = 2.0 * calls * l.ranks;
-    // Engine::memory_bytes measured per flow built (its task, dependencies, hops and solver state,
-    // arrays grown by doubling): 220-250 B for all-to-all and ZeRO flows, 360-390 B for ring sends
-    // (each behind a chain of compute blocks); compute tasks per rank and module on top.
-    const double bytes = modules * ((280 * (a2a + zero) + 450 * ring) / fold.members() + 2048.0 * fold.classes());
-    const int links = fold.folded() ? fold.link_classes() : g.net.topo.link_count();
-    return bytes + 64.0 * links;
-  });
+  return on_setup(setup, config, cache,
+                  [&](const Run& run) { return engine_estimate(run, strategy_graph(run, strategy)).bytes; });
 }
 
 Router& RunCache::router(const Topology& topo) {

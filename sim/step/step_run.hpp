@@ -88,7 +88,16 @@ struct StepOptions {
   int trace_ranks = 64;           // ranks traced (the first ones); 0: all
   // Called before each strategy's run (and the Ulysses baseline's): its name, runs done, runs in all.
   std::function<void(std::string_view strategy, int done, int total)> progress;
+  // Refuse (InputError, before any engine is built) a strategy whose engine would hold more host
+  // memory than this, by simulation_memory_bytes' estimate. 0: no limit.
+  double memory_budget_bytes = 0;
+  // When set, each engine run publishes its progress here (Engine::publish_progress).
+  EngineProgress* engine_progress = nullptr;
 };
+
+// 3/4 of this machine's physical memory: room for the process, the topology and the page cache
+// besides the engines (8 GiB where the system does not say).
+double host_memory_budget_bytes();
 
 // Throws InputError for bad input (exit 2).
 StepReport simulate_step(const StepConfig& config, const StepOptions& options = {});
