@@ -255,7 +255,7 @@ int run_calibrate(const CalibrateArgs& a) {
 
 }  // namespace
 
-void add_calibrate_command(CLI::App& app, std::function<int()>& run) {
+void add_calibrate_command(CLI::App& app, Chosen& chosen) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = app.add_subcommand(
       "calibrate", "Fit link, software and compute parameters to basp-validate measurements");
@@ -276,7 +276,13 @@ void add_calibrate_command(CLI::App& app, std::function<int()>& run) {
                   "...); default: all")
       ->delimiter(',');
   args->format.add_to(*cmd);
-  cmd->callback([args, &run] { run = [args] { return run_calibrate(*args); }; });
+  cmd->callback([args, &chosen] {
+    chosen.check = [args] {
+      args->topo.read();
+      fitting::read_measurements(args->measurements);
+    };
+    chosen.run = [args] { return run_calibrate(*args); };
+  });
 }
 
 }  // namespace basp::cli

@@ -176,7 +176,7 @@ int run_check(const CheckArgs& a) {
 
 }  // namespace
 
-void add_check_command(CLI::App& app, std::function<int()>& run) {
+void add_check_command(CLI::App& app, Chosen& chosen) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd = app.add_subcommand(
       "check", "Predict measured layer runs (phase by phase) or step-level figures and compare");
@@ -188,7 +188,13 @@ void add_check_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--calibration", args->calibration,
                   "Calibration NAME, FILE or none (default: the topology's)");
   args->format.add_to(*cmd);
-  cmd->callback([args, &run] { run = [args] { return run_check(*args); }; });
+  cmd->callback([args, &chosen] {
+    chosen.check = [args] {
+      args->topo.read();
+      fitting::read_measurements(args->measurements);
+    };
+    chosen.run = [args] { return run_check(*args); };
+  });
 }
 
 }  // namespace basp::cli

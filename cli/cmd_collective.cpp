@@ -185,7 +185,7 @@ int run_collective(const CollectiveArgs& a) {
 
 }  // namespace
 
-void add_collective_command(CLI::App& app, std::function<int()>& run) {
+void add_collective_command(CLI::App& app, Chosen& chosen) {
   auto a = std::make_shared<CollectiveArgs>();
   CLI::App* sub = app.add_subcommand("collective", "Simulate one collective on B concurrent groups (nccl-tests style)");
   a->topo.add_to(*sub, "paper-a100-2x4");
@@ -213,7 +213,13 @@ void add_collective_command(CLI::App& app, std::function<int()>& run) {
                   "full: every rank and flow (docs/symmetry.md)")
       ->check(CLI::IsMember({"auto", "classes", "full"}))
       ->capture_default_str();
-  sub->callback([a, &run] { run = [a] { return run_collective(*a); }; });
+  sub->callback([a, &chosen] {
+    chosen.check = [a] {
+      a->topo.read();
+      sizes(*a);
+    };
+    chosen.run = [a] { return run_collective(*a); };
+  });
 }
 
 }  // namespace basp::cli

@@ -158,7 +158,8 @@ std::string plan_svg(const PlanReport& r, const std::vector<Strategy>& strategie
   return svg_charts({by_sp, front});
 }
 
-int run_plan(const PlanArgs& a) {
+// The question the flags ask; the progress line is the caller's.
+PlanQuestion question_of(const PlanArgs& a) {
   PlanQuestion q;
   q.job.topology = a.topo.topology;
   q.job.overrides = a.topo.resolved_overrides();
@@ -178,6 +179,11 @@ int run_plan(const PlanArgs& a) {
   }
   q.threads = a.threads;
   q.exhaustive = a.exhaustive;
+  return q;
+}
+
+int run_plan(const PlanArgs& a) {
+  PlanQuestion q = question_of(a);
   const bool terminal = ::isatty(STDERR_FILENO) != 0;
   if (terminal)
     q.progress = [](const PlanProgress& p) {
@@ -303,7 +309,7 @@ int run_plan(const PlanArgs& a) {
 
 }  // namespace
 
-void add_plan_command(CLI::App& app, std::function<int()>& run) {
+void add_plan_command(CLI::App& app, Chosen& chosen) {
   auto a = std::make_shared<PlanArgs>();
   CLI::App* sub = app.add_subcommand(
       "plan", "Search every sequence-parallel layout of a job for the fastest that fits (time per global batch)");
@@ -332,7 +338,10 @@ void add_plan_command(CLI::App& app, std::function<int()>& run) {
   sub->add_option("--svg", a->svg_file, "Also draw throughput per strategy over SP degree and the Pareto front to FILE");
   sub->add_flag("--exhaustive", a->exhaustive,
                 "Simulate every layout that fits, also those that a simulated plan of their strategy with no more memory beats for sure");
-  sub->callback([a, &run] { run = [a] { return run_plan(*a); }; });
+  sub->callback([a, &chosen] {
+    chosen.check = [a] { question_of(*a); };
+    chosen.run = [a] { return run_plan(*a); };
+  });
 }
 
 }  // namespace basp::cli

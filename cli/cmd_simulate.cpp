@@ -138,7 +138,7 @@ int run_simulate(const SimulateCommand& cmd) {
 
 }  // namespace
 
-void add_simulate_command(CLI::App& app, std::function<int()>& run) {
+void add_simulate_command(CLI::App& app, Chosen& chosen) {
   auto cmd = std::make_shared<SimulateCommand>();
   CLI::App* sub = app.add_subcommand(
       "simulate", "Predict a training step per strategy: step time, compute, all-to-all, ZeRO, memory, speedup");
@@ -149,7 +149,13 @@ void add_simulate_command(CLI::App& app, std::function<int()>& run) {
   sub->add_option("--trace", cmd->trace, "Write a Chrome/Perfetto trace (JSON) of the simulated steps to FILE");
   sub->add_option("--trace-ranks", cmd->trace_ranks, "GPUs the trace shows (the first ones; 0 = all)")
       ->check(CLI::Range(0, 1 << 24))->capture_default_str();
-  sub->callback([cmd, &run] { run = [cmd] { return run_simulate(*cmd); }; });
+  sub->callback([cmd, &chosen] {
+    chosen.check = [cmd] {
+      to_step_config(cmd->args);
+      memory_budget_bytes(cmd->args);
+    };
+    chosen.run = [cmd] { return run_simulate(*cmd); };
+  });
 }
 
 }  // namespace basp::cli

@@ -198,7 +198,7 @@ int run_sweep(const SweepCommand& cmd) {
 
 }  // namespace
 
-void add_sweep_command(CLI::App& app, std::function<int()>& run) {
+void add_sweep_command(CLI::App& app, Chosen& chosen) {
   auto cmd = std::make_shared<SweepCommand>();
   CLI::App* sub = app.add_subcommand("sweep", "Run simulate over combinations: --vary KEY=V1,V2 [--vary ...]");
   add_simulate_options(*sub, cmd->args);
@@ -207,7 +207,14 @@ void add_sweep_command(CLI::App& app, std::function<int()>& run) {
       ->required();
   sub->add_option("--svg", cmd->svg_file,
                   "Also plot step time, tokens/s, all-to-all share and speedup over the first varied key to FILE");
-  sub->callback([cmd, &run] { run = [cmd] { return run_sweep(*cmd); }; });
+  sub->callback([cmd, &chosen] {
+    chosen.check = [cmd] {
+      parse_variations(cmd->vary);
+      to_step_config(cmd->args);
+      memory_budget_bytes(cmd->args);
+    };
+    chosen.run = [cmd] { return run_sweep(*cmd); };
+  });
 }
 
 }  // namespace basp::cli

@@ -92,7 +92,7 @@ int run_topo(const TopoArgs& a) {
 
 }  // namespace
 
-void add_topo_command(CLI::App& app, std::function<int()>& run) {
+void add_topo_command(CLI::App& app, Chosen& chosen) {
   auto args = std::make_shared<TopoArgs>();
   CLI::App* sub = app.add_subcommand("topo", "Summarize a topology: devices, links, bandwidths, example routes");
   args->topo.add_to(*sub, "paper-a100-2x4");
@@ -100,7 +100,10 @@ void add_topo_command(CLI::App& app, std::function<int()>& run) {
   sub->add_option("--dot", args->dot_file, "Also write the graph in Graphviz form to FILE ('-' for stdout)");
   sub->add_flag("--explicit", args->explicit_form,
                 "Print the topology in the explicit YAML form (every vertex and link) instead");
-  sub->callback([args, &run] { run = [args] { return run_topo(*args); }; });
+  sub->callback([args, &chosen] {
+    chosen.check = [args] { args->topo.read(); };
+    chosen.run = [args] { return run_topo(*args); };
+  });
 }
 
 }  // namespace basp::cli

@@ -1,5 +1,5 @@
-// The `basp` command: subcommands registered here, user-input errors mapped to exit code 2 and
-// failed runs to 1, in this one place.
+// The `basp` command: its subcommands (commands.cpp) parsed, user-input errors mapped to exit code 2
+// and failed runs to 1, in this one place.
 #include "commands.hpp"
 #include "input_error.hpp"
 
@@ -10,17 +10,11 @@
 int main(int argc, char** argv) {
   CLI::App app{"basp: predict, measure and explain sequence-parallel attention communication"};
   app.require_subcommand(1);
-  std::function<int()> run;
-  basp::cli::add_topo_command(app, run);
-  basp::cli::add_collective_command(app, run);
-  basp::cli::add_simulate_command(app, run);
-  basp::cli::add_sweep_command(app, run);
-  basp::cli::add_plan_command(app, run);
-  basp::cli::add_calibrate_command(app, run);
-  basp::cli::add_check_command(app, run);
+  basp::cli::Chosen chosen;
+  basp::cli::add_commands(app, chosen);
   try {
     app.parse(argc, argv);
-    return run();
+    return chosen.run();
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

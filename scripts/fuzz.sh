@@ -3,23 +3,30 @@
 # clang's libFuzzer into build-fuzz/. Corpora grow in build-fuzz/corpus/TARGET (seeded from the
 # shipped files); an input that breaks a property is copied to tests/data/fuzz/TARGET, where the
 # ordinary test suite replays it, and the script fails.
-# Usage: scripts/fuzz.sh [SECONDS]     as long as asked, a new exploration each time
-#        scripts/fuzz.sh --runs N      N inputs per target from a fixed seed (what CI runs: bounded;
-#                                      the seed files' directory order may still vary by clone)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   as long as asked, a new exploration each time
+#        scripts/fuzz.sh --runs N [TARGET...]   N inputs per target from a fixed seed (what CI runs:
+#                                      bounded; the seed files' directory order may still vary by clone)
+# Without TARGETs, every target: topology model calibration measurements units cli.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { echo "usage: scripts/fuzz.sh [SECONDS per target] | --runs N" >&2; exit 2; }
+usage() { echo "usage: scripts/fuzz.sh [SECONDS per target | --runs N] [TARGET...]" >&2; exit 2; }
 if [[ "${1:-}" == "--runs" ]]; then
   [[ "${2:-}" =~ ^[0-9]+$ ]] || usage
   limit=(-runs="$2" -seed=1); what="$2 runs"
+  shift 2
 else
   seconds=${1:-60}
   [[ "$seconds" =~ ^[0-9]+$ ]] || usage
   limit=(-max_total_time="$seconds"); what="$seconds s"
+  shift $(( $# > 0 ? 1 : 0 ))
 fi
 scripts/deps.sh
 scripts/deps.sh --fuzz
-targets=(topology model calibration measurements units)
+targets=(topology model calibration measurements units cli)
+if (( $# > 0 )); then
+  for t in "$@"; do [[ " ${targets[*]} " == *" $t "* ]] || { echo "fuzz: no target '$t' (${targets[*]})" >&2; exit 2; }; done
+  targets=("$@")
+fi
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBASP_SANITIZE=ON \
   -DBASP_FUZZ=ON -DBASP_WITH_CUDA=OFF >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/basp_fuzz_}"
@@ -32,6 +39,7 @@ seeds() {  # the shipped inputs each target starts from
     calibration) echo calibrations ;;
     measurements) echo tests/data ;;
     units) echo tests/fuzz/seeds/units ;;
+    cli) echo tests/fuzz/seeds/cli ;;
   esac
 }
 failed=0
