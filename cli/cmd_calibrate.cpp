@@ -40,7 +40,7 @@ void print_quality(const char* what, const fitting::FitQuality& q, const char* s
 }
 
 void print_parameters(const fitting::Measurements& m, const std::string& out_path,
-                      const std::vector<fitting::FittedParameter>& all) {
+                      const std::vector<FittedParameter>& all) {
   std::printf("# basp calibrate: %zu file(s) -> %s\n", m.sources.size(), out_path.c_str());
   for (const auto& s : m.sources) {
     std::printf("#  %s (fnv1a64 %s, %s: %s)\n", s.path.c_str(), s.hash.c_str(), s.command.c_str(),
@@ -66,7 +66,7 @@ void print_parameters(const fitting::Measurements& m, const std::string& out_pat
 
 void print_report(const fitting::LinkFit* links, const fitting::ComputeFit* compute,
                   const fitting::Measurements& m, const std::string& out_path) {
-  std::vector<fitting::FittedParameter> all;
+  std::vector<FittedParameter> all;
   if (links) all = links->parameters;
   if (compute) all.insert(all.end(), compute->parameters.begin(), compute->parameters.end());
   print_parameters(m, out_path, all);
@@ -88,7 +88,7 @@ void print_step_report(const fitting::StepFit& fit, const fitting::Measurements&
   }
 }
 
-nlohmann::json parameters_json(const std::vector<fitting::FittedParameter>& ps) {
+nlohmann::json parameters_json(const std::vector<FittedParameter>& ps) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& p : ps)
     out.push_back(
@@ -99,7 +99,7 @@ nlohmann::json parameters_json(const std::vector<fitting::FittedParameter>& ps) 
   return out;
 }
 
-void print_parameters_csv(const std::vector<fitting::FittedParameter>& all) {
+void print_parameters_csv(const std::vector<FittedParameter>& all) {
   std::printf("parameter,value,sigma,free\n");
   for (const auto& p : all) {
     char sigma[32] = "";  // empty: held, no standard error
@@ -243,7 +243,7 @@ int run_calibrate(const CalibrateArgs& a) {
                       {"median_relative_residual", compute->quality.median_relative_residual}};
     std::cout << j.dump(1) << "\n";
   } else if (a.format.format() == Format::csv) {
-    std::vector<fitting::FittedParameter> all;
+    std::vector<FittedParameter> all;
     if (links) all = links->parameters;
     if (compute) all.insert(all.end(), compute->parameters.begin(), compute->parameters.end());
     print_parameters_csv(all);

@@ -4,6 +4,7 @@
 #include "input_error.hpp"
 #include "simulate_options.hpp"
 #include "step_report.hpp"
+#include "uncertainty_report.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -26,6 +28,7 @@ struct SimulateCommand {
   int top = 10;
   std::string trace;
   int trace_ranks = 64;
+  bool uncertainty = false;
 };
 
 // The progress line: runs done, the running one's share of finished engine tasks, and the time left
@@ -93,6 +96,8 @@ class RunProgress {
 
 int run_simulate(const SimulateCommand& cmd) {
   const StepConfig config = to_step_config(cmd.args);
+  if (cmd.uncertainty && cmd.format.format() == Format::csv)
+    throw InputError("", 0, "--uncertainty", "prints with the table or --json, not --csv");
   StepOptions options;
   options.busiest_links = cmd.top;
   options.trace_ranks = cmd.trace_ranks;
@@ -113,6 +118,8 @@ int run_simulate(const SimulateCommand& cmd) {
     options.progress = [&](std::string_view strategy, int done, int total) { shown.start(strategy, done, total); };
   }
   const StepReport report = simulate_step(config, options);
+  std::optional<UncertaintyReport> bands;
+  if (cmd.uncertainty) bands = uncertainty_bands(config, report, options);
   shown.stop();
   if (trace.is_open()) {
     trace.close();
@@ -122,6 +129,7 @@ int run_simulate(const SimulateCommand& cmd) {
     case Format::json: {
       nlohmann::ordered_json j{{"config", config_json(report)}, {"results", nlohmann::json::array()}};
       for (const StrategyResult& r : report.results) j["results"].push_back(result_json(report, r, cmd.links));
+      if (bands) j["uncertainty"] = uncertainty_json(*bands);
       std::cout << j.dump(2) << "\n";
       break;
     }
@@ -129,7 +137,10 @@ int run_simulate(const SimulateCommand& cmd) {
       std::cout << csv_header() << "\n";
       for (const StrategyResult& r : report.results) std::cout << csv_row(report, r) << "\n";
       break;
-    case Format::table: print_table(report, cmd.links); break;
+    case Format::table:
+      print_table(report, cmd.links);
+      if (bands) print_uncertainty(std::cout, *bands);
+      break;
   }
   if (!cmd.trace.empty() && cmd.format.format() == Format::table)
     std::cout << "# trace written to " << cmd.trace << " (open it in https://ui.perfetto.dev)\n";
@@ -147,6 +158,9 @@ void add_simulate_command(CLI::App& app, Chosen& chosen) {
   sub->add_flag("--links", cmd->links, "Also report the busiest links (bytes and utilization)");
   sub->add_option("--top", cmd->top, "Links the --links report lists")->check(CLI::Range(1, 1000))->capture_default_str();
   sub->add_option("--trace", cmd->trace, "Write a Chrome/Perfetto trace (JSON) of the simulated steps to FILE");
+  sub->add_flag("--uncertainty", cmd->uncertainty,
+                "Also simulate over the calibration's parameter ranges (fit ±2σ, or documented ranges) and report "
+                "each figure as low / expected / high");
   sub->add_option("--trace-ranks", cmd->trace_ranks, "GPUs the trace shows (the first ones; 0 = all)")
       ->check(CLI::Range(0, 1 << 24))->capture_default_str();
   sub->callback([cmd, &chosen] {

@@ -5,7 +5,12 @@
 #include "gpu_kind.hpp"
 
 #include "data_files.hpp"
+#include "input_error.hpp"
 #include "yaml_fields.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 
 namespace basp {
 
@@ -50,7 +55,7 @@ Calibration load_calibration(const std::string& name_or_path) {
     k.attention_backward_half_flops = e.number("attention_backward_half_flops", 0.0, 1e30, 0.0);
     e.reject_unknown();
   }
-  if (f.has("fit")) {  // written by `basp calibrate`: checked, kept for people, not used to simulate
+  if (f.has("fit")) {  // written by `basp calibrate`: checked; the parameters' sigmas range --uncertainty
     YamlFields fit = f.map("fit");
     for (const char* part : {"links", "compute", "step"}) {
       if (!fit.has(part)) continue;
@@ -62,11 +67,20 @@ Calibration load_calibration(const std::string& name_or_path) {
       q.reject_unknown();
     }
     for (YamlFields& p : fit.maps("parameters")) {
-      p.text("name");
-      p.number("value", -1e300, 1e300);
-      p.text("sigma");  // a number; "held" (not determined) or "unknown" (no degrees of freedom left)
-      p.boolean("free");
+      FittedParameter fp;
+      fp.name = p.text("name");
+      fp.value = p.number("value", -1e300, 1e300);
+      // A number, or "held" (not determined) or "unknown" (no degrees of freedom left).
+      const std::string sigma = p.text("sigma");
+      char* end = nullptr;
+      const double s = std::strtod(sigma.c_str(), &end);
+      const bool number = !sigma.empty() && end == sigma.c_str() + sigma.size() && std::isfinite(s) && s >= 0;
+      if (!number && sigma != "held" && sigma != "unknown")
+        throw InputError(file, p.line(), p.path() + ".sigma", "'" + sigma + "' is not a number >= 0, held or unknown");
+      fp.sigma = number ? s : std::numeric_limits<double>::quiet_NaN();
+      fp.free = p.boolean("free");
       p.reject_unknown();
+      c.fitted.push_back(std::move(fp));
     }
     fit.reject_unknown();
   }

@@ -28,6 +28,14 @@ struct LinkCalibration {
   std::optional<double> latency_s;   // replaces each link's per-hop latency
 };
 
+// A parameter as `basp calibrate` fits it and a calibration's fit.parameters keeps it.
+struct FittedParameter {
+  std::string name;  // "links.nic.efficiency", "software.launch_overhead", ...
+  double value = 0;  // SI (s) or a fraction
+  double sigma = 0;  // standard error; NaN when held or not determined ("held", "unknown")
+  bool free = true;  // false: the measurements cannot separate it; held at its start value
+};
+
 struct Calibration {
   std::string name = "none";
   std::string source;                          // file it came from; empty for the defaults
@@ -35,6 +43,7 @@ struct Calibration {
   std::optional<double> launch_s, per_peer_s;  // software overheads of a collective call
   ComputeEfficiency compute;
   std::vector<std::string> measurements;       // files it was fitted on (empty: hand-derived)
+  std::vector<FittedParameter> fitted;         // fit.parameters: what --uncertainty ranges by
 };
 
 // NAME resolves to calibrations/NAME.yaml; "none" gives the documented defaults.

@@ -12,13 +12,6 @@
 
 namespace basp::fitting {
 
-struct FittedParameter {
-  std::string name;  // "links.nic.efficiency", "software.launch_overhead", ...
-  double value = 0;  // SI (s) or a fraction
-  double sigma = 0;  // standard error; NaN when held
-  bool free = true;  // false: the measurements cannot separate it; held at its start value
-};
-
 struct FitQuality {
   std::vector<double> measured, predicted;  // per sample, seconds
   double r2 = 0;
