@@ -158,8 +158,10 @@ struct DeclaredOps {
   void attention_backward(const Buffer&, const Buffer&, const Buffer&, const Buffer&, const Buffer&,
                           const Buffer&, Buffer&, Buffer&, Buffer&, const basp::kernels::AttentionShape&);
   void all_to_all(const Buffer&, Buffer&, long, Phase);
+  void wait_for_group(Phase);
   void start_iteration();
   PhaseTimes finish_iteration();
+  PhaseTimes peer_waits() const;
   void begin(Phase);
   void end(Phase);
 };

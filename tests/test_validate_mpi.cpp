@@ -170,6 +170,34 @@ TEST_CASE("validate: a hung collective becomes an abort with a clear message, af
   CHECK(wall < 2.0 + 20.0);
 }
 
+// A rank 20 ms late to every exchange: the others wait for it in the barrier before each exchange,
+// and the exchange's own time (its transfer) does not include that wait.
+TEST_CASE("validate: a late rank's delay is reported as the others' wait, not as transfer time") {
+  TempFile json("basp-validate-late.json");
+  const Run r = mpirun(4, "layer " + kSmall + " --batch 2 --json " + json.path, "BASP_VALIDATE_SLOW_RANK=1:0.02");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("peer_wait"));
+  const auto j = read_json(json.path);
+  for (const auto& run : j.at("results")) {
+    INFO(run.at("strategy").get<std::string>());
+    // 8 exchanges a layer, 3 of 4 ranks waiting 20 ms at each (ulysses; basp's pairs: 1 of 4).
+    const bool global = run.at("strategy") == "ulysses";
+    for (const auto& ph : run.at("phases")) {
+      if (!ph.at("all_to_all").get<bool>()) {
+        CHECK_FALSE(ph.contains("wait_median_s"));
+        continue;
+      }
+      INFO(ph.at("name").get<std::string>());
+      if (global) CHECK(ph.at("wait_median_s").get<double>() > 0.015);
+      CHECK(ph.at("wait_max_s").get<double>() > 0.015);
+      CHECK(ph.at("median_s").get<double>() < 0.010);  // the transfer of a few KiB
+    }
+    if (global) CHECK(run.at("peer_wait_median_s").get<double>() > 8 * 0.015);
+    CHECK(run.at("layer_median_s").get<double>() > run.at("peer_wait_median_s").get<double>());
+  }
+}
+
 TEST_CASE("validate: a rank killed under mpirun ends the run with a nonzero exit, without a hang") {
   const auto start = std::chrono::steady_clock::now();
   // Without --timeout too: the launcher, not the watchdog, must notice the dead process.

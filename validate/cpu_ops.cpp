@@ -68,11 +68,19 @@ void CpuOps::attention_backward(const Buffer& q, const Buffer& k, const Buffer& 
                                    dk.data(), dv.data(), a);
 }
 
+void CpuOps::wait_for_group(Phase p) {
+  exchange_faults(world_rank);
+  const auto arrived = std::chrono::steady_clock::now();
+  if (watchdog) watchdog->arm("MPI_Barrier before " + std::string(kPhaseNames[int(p)]));
+  MPI_Barrier(group);
+  if (watchdog) watchdog->disarm();
+  waits[int(p)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
+}
+
 void CpuOps::all_to_all(const Buffer& send, Buffer& recv, long per_peer, Phase p) {
   if (per_peer > long(INT_MAX))
     throw std::runtime_error("all-to-all of " + std::to_string(per_peer) +
                              " elements per peer exceeds MPI's int count");
-  exchange_faults(world_rank);
   if (watchdog) watchdog->arm("MPI_Alltoall " + std::string(kPhaseNames[int(p)]));
   MPI_Alltoall(send.data(), int(per_peer), MPI_FLOAT, recv.data(), int(per_peer), MPI_FLOAT, group);
   if (watchdog) watchdog->disarm();

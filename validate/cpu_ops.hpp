@@ -20,6 +20,7 @@ struct CpuOps {
   long attention_tile = 64;
   int world_rank = 0;
   PhaseTimes times{};  // this iteration's
+  PhaseTimes waits{};  // this iteration's, per exchange: waiting in the barrier before it
   std::chrono::steady_clock::time_point started;
 
   Buffer alloc(long n) { return Buffer(std::size_t(n), 0.0f); }
@@ -27,8 +28,12 @@ struct CpuOps {
   void upload(Buffer& b, const std::vector<float>& host) { b = host; }
   std::vector<float> download(const Buffer& b) { return b; }
   double element_bytes() const { return sizeof(float); }
-  void start_iteration() { times = {}; }
+  void start_iteration() {
+    times = {};
+    waits = {};
+  }
   PhaseTimes finish_iteration() { return times; }
+  PhaseTimes peer_waits() const { return waits; }
 
   void gemm(Trans ta, Trans tb, long m, long n, long k, const Buffer& a, const Buffer& b, Buffer& c,
             float beta);
@@ -44,6 +49,7 @@ struct CpuOps {
                           const Buffer& dout, const Buffer& lse, Buffer& dq, Buffer& dk, Buffer& dv,
                           const kernels::AttentionShape& a);
   void all_to_all(const Buffer& send, Buffer& recv, long per_peer, Phase p);
+  void wait_for_group(Phase p);  // MPI_Barrier on the group, timed into waits[p]
 
   void begin(Phase) { started = std::chrono::steady_clock::now(); }
   void end(Phase p) {

@@ -43,11 +43,13 @@ concept LayerOps = requires(Ops& ops, typename Ops::Buffer& out, const typename 
   ops.attention_forward(in, in, in, out, out, at);
   ops.attention_backward(in, in, in, in, in, in, out, out, out, at);
   ops.all_to_all(in, out, n, p);
+  ops.wait_for_group(p);
 
   ops.start_iteration();
   ops.begin(p);
   ops.end(p);
   { ops.finish_iteration() } -> std::same_as<PhaseTimes>;
+  { ops.peer_waits() } -> std::same_as<PhaseTimes>;
 };
 
 }  // namespace basp::validate

@@ -29,27 +29,40 @@ std::vector<double> phase_samples(const StrategyMeasurement& m, int phase) {
   return v;
 }
 
-std::vector<double> total_samples(const StrategyMeasurement& m, bool only_a2a) {
+std::vector<double> wait_samples(const StrategyMeasurement& m, int phase) {
   std::vector<double> v;
-  for (const auto& s : m.samples) {
+  for (const auto& s : m.waits) v.push_back(s[phase]);
+  return v;
+}
+
+// Per sample: the exchanges' transfers (only_a2a), the exchanges' waits for their groups
+// (only_waits), or the whole layer as it ran (every phase and every wait).
+std::vector<double> total_samples(const StrategyMeasurement& m, bool only_a2a, bool only_waits = false) {
+  std::vector<double> v;
+  for (std::size_t i = 0; i < m.samples.size(); ++i) {
     double t = 0;
-    for (int p = 0; p < kPhases; ++p)
-      if (!only_a2a || is_all_to_all(Phase(p))) t += s[p];
+    for (int p = 0; p < kPhases; ++p) {
+      const double wait = i < m.waits.size() ? m.waits[i][p] : 0.0;
+      if (only_waits) t += wait;
+      else if (!only_a2a) t += m.samples[i][p] + wait;
+      else if (is_all_to_all(Phase(p))) t += m.samples[i][p];
+    }
     v.push_back(t);
   }
   return v;
 }
 
 void row(std::ostream& out, const StrategyMeasurement& m, const std::string& name, const Stats& st,
-         double bytes) {
+         double bytes, const Stats* wait = nullptr) {
   char b[256];
   const bool a2a = bytes > 0;
   const double algbw = a2a ? bytes / st.median / 1e9 : 0;
   const double busbw = algbw * double(m.group_size - 1) / double(m.group_size);
-  std::snprintf(b, sizeof b, "%10s %6d %14s %12s %11.1f %11.1f %11.1f %8s %8s\n",
+  std::snprintf(b, sizeof b, "%10s %6d %14s %12s %11.1f %11.1f %11.1f %8s %8s %11s\n",
                 strategy_name(m.strategy).c_str(), m.group_size, name.c_str(),
                 a2a ? fmt("%.0f", bytes).c_str() : "-", st.min * 1e6, st.median * 1e6, st.max * 1e6,
-                a2a ? fmt("%.2f", algbw).c_str() : "-", a2a ? fmt("%.2f", busbw).c_str() : "-");
+                a2a ? fmt("%.2f", algbw).c_str() : "-", a2a ? fmt("%.2f", busbw).c_str() : "-",
+                wait ? fmt("%.1f", wait->median * 1e6).c_str() : "-");
   out << b;
 }
 }  // namespace
@@ -64,18 +77,24 @@ void print_layer_table(std::ostream& out, const LayerReport& r) {
   out << "#  precision " << r.precision << ", attention key tile " << r.attention_tile << ", warm-up "
       << r.options.warmup << ", timed iterations " << r.options.iters << ", seed " << r.options.seed
       << ", watchdog " << (r.timeout_s > 0 ? fmt("%g s", r.timeout_s) : std::string("off")) << "\n";
-  out << "#  statistics over iterations x ranks; bytes = one rank's send buffer; busbw = algbw (P-1)/P\n#\n";
+  out << "#  statistics over iterations x ranks; bytes = one rank's send buffer; busbw = algbw (P-1)/P\n";
+  out << "#  an exchange's time is its transfer, once its group is aligned by a barrier; wait = median time in\n"
+         "#  that barrier, waiting for the group's last member (CUDA: not told apart, 0); layer_total has both\n#\n";
   char b[256];
-  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s\n", "strategy", "group", "phase",
-                "bytes", "min", "median", "max", "algbw", "busbw");
+  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s %11s\n", "strategy", "group", "phase",
+                "bytes", "min", "median", "max", "algbw", "busbw", "wait");
   out << b;
-  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s\n", "", "(P)", "", "(B)", "(us)",
-                "(us)", "(us)", "(GB/s)", "(GB/s)");
+  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s %11s\n", "", "(P)", "", "(B)", "(us)",
+                "(us)", "(us)", "(GB/s)", "(GB/s)", "(us)");
   out << b;
   for (const auto& m : r.runs) {
-    for (int p = 0; p < kPhases; ++p)
-      row(out, m, std::string(kPhaseNames[p]), stats_of(phase_samples(m, p)), m.send_bytes[p]);
+    for (int p = 0; p < kPhases; ++p) {
+      const Stats wait = stats_of(wait_samples(m, p));
+      row(out, m, std::string(kPhaseNames[p]), stats_of(phase_samples(m, p)), m.send_bytes[p],
+          is_all_to_all(Phase(p)) ? &wait : nullptr);
+    }
     row(out, m, "a2a_total", stats_of(total_samples(m, true)), 0);
+    row(out, m, "peer_wait", stats_of(total_samples(m, false, true)), 0);
     row(out, m, "layer_total", stats_of(total_samples(m, false)), 0);
   }
   if (!r.checks.empty() && !r.checks.front().empty()) {
@@ -134,14 +153,21 @@ nlohmann::json layer_json(const LayerReport& r) {
         for (int it = 0; it < m.iters; ++it) its.push_back(m.samples[std::size_t(rank * m.iters + it)][p]);
         per_rank.push_back(its);
       }
-      phases.push_back({{"name", kPhaseNames[p]},
-                        {"all_to_all", is_all_to_all(Phase(p))},
-                        {"backward", is_backward(Phase(p))},
-                        {"send_bytes", m.send_bytes[p]},
-                        {"min_s", st.min},
-                        {"median_s", st.median},
-                        {"max_s", st.max},
-                        {"times_s", per_rank}});
+      nlohmann::json phase = {{"name", kPhaseNames[p]},
+                              {"all_to_all", is_all_to_all(Phase(p))},
+                              {"backward", is_backward(Phase(p))},
+                              {"send_bytes", m.send_bytes[p]},
+                              {"min_s", st.min},
+                              {"median_s", st.median},
+                              {"max_s", st.max},
+                              {"times_s", per_rank}};
+      if (is_all_to_all(Phase(p))) {  // the wait for the group before the transfer
+        const Stats w = stats_of(wait_samples(m, p));
+        phase["wait_min_s"] = w.min;
+        phase["wait_median_s"] = w.median;
+        phase["wait_max_s"] = w.max;
+      }
+      phases.push_back(phase);
     }
     nlohmann::json checks = nlohmann::json::array();
     if (i < r.checks.size())
@@ -155,9 +181,11 @@ nlohmann::json layer_json(const LayerReport& r) {
         checks.push_back(check);
       }
     const Stats a2a = stats_of(total_samples(m, true)), total = stats_of(total_samples(m, false));
+    const Stats waits = stats_of(total_samples(m, false, true));
     results.push_back({{"strategy", strategy_name(m.strategy)},
                        {"group_size", m.group_size},
                        {"a2a_median_s", a2a.median},
+                       {"peer_wait_median_s", waits.median},
                        {"layer_median_s", total.median},
                        {"phases", phases},
                        {"checks", checks}});

@@ -27,6 +27,7 @@ struct StrategyMeasurement {
   int ranks = 0;
   int iters = 0;
   std::vector<PhaseTimes> samples;           // rank 0 only: [rank][iteration], rank-major
+  std::vector<PhaseTimes> waits;             // the same: each exchange's wait for its group (0: not measured)
   std::array<double, kPhases> send_bytes{};  // per rank, for the all-to-all phases
   LayerResult gathered;                      // rank 0 only, when checking: global y, dx, weight gradients
 };
@@ -54,21 +55,30 @@ StrategyMeasurement run_layer(Ops& ops, Control& ctl, LayerStrategy strategy, co
   for (Phase p : {Phase::a2a_q, Phase::a2a_o, Phase::a2a_do, Phase::a2a_dq}) m.send_bytes[int(p)] = q_bytes;
   for (Phase p : {Phase::a2a_k, Phase::a2a_v, Phase::a2a_dk, Phase::a2a_dv}) m.send_bytes[int(p)] = kv_bytes;
 
-  std::vector<double> mine;
+  std::vector<double> mine, mine_waits;
   for (int it = 0; it < o.warmup + o.iters; ++it) {
     ctl.barrier();  // every iteration starts together, so exchange times are not skewed by stragglers
     ops.start_iteration();
     layer.forward();
     layer.backward();
     const PhaseTimes t = ops.finish_iteration();
-    if (it >= o.warmup) mine.insert(mine.end(), t.begin(), t.end());
+    const PhaseTimes w = ops.peer_waits();
+    if (it >= o.warmup) {
+      mine.insert(mine.end(), t.begin(), t.end());
+      mine_waits.insert(mine_waits.end(), w.begin(), w.end());
+    }
   }
-  const std::vector<double> all = ctl.gather_vector(mine);
-  for (std::size_t i = 0; i + kPhases <= all.size(); i += kPhases) {
-    PhaseTimes t;
-    std::copy(all.begin() + long(i), all.begin() + long(i + kPhases), t.begin());
-    m.samples.push_back(t);
-  }
+  const auto rows_of = [](const std::vector<double>& all) {
+    std::vector<PhaseTimes> rows;
+    for (std::size_t i = 0; i + kPhases <= all.size(); i += kPhases) {
+      PhaseTimes t;
+      std::copy(all.begin() + long(i), all.begin() + long(i + kPhases), t.begin());
+      rows.push_back(t);
+    }
+    return rows;
+  };
+  m.samples = rows_of(ctl.gather_vector(mine));
+  m.waits = rows_of(ctl.gather_vector(mine_waits));
   if (!o.check) return m;
 
   // Outputs: each rank's token rows go back to their global place; weight gradients are summed.
