@@ -15,10 +15,9 @@ if [[ "${1:-}" == "--runs" ]]; then
   limit=(-runs="$2" -seed=1); what="$2 runs"
   shift 2
 else
-  seconds=${1:-60}
-  [[ "$seconds" =~ ^[0-9]+$ ]] || usage
+  seconds=60
+  if [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi  # else the first word is a target
   limit=(-max_total_time="$seconds"); what="$seconds s"
-  shift $(( $# > 0 ? 1 : 0 ))
 fi
 scripts/deps.sh
 scripts/deps.sh --fuzz

@@ -158,7 +158,7 @@ TEST_CASE("simulate: a scenario over the host memory budget is refused with its 
 // On a terminal a run over 2 s shows a progress line (run, share of the engine's tasks, time left)
 // and erases it; into a file or pipe it prints nothing extra.
 TEST_CASE("simulate: progress with time left on a terminal only") {
-  const std::string job = "simulate --topology dgx-h100 --nodes 128 --sp 32 --engine full";  // about 3 s
+  const std::string job = "simulate --topology dgx-h100 --nodes 256 --sp 32 --engine full";  // about 6 s here
   const Run tty = basp::test::run_command("script -qec '" + std::string(BASP_BINARY) + " " + job +
                                           " >/dev/null' /dev/null");
   REQUIRE(tty.code == 0);
