@@ -29,8 +29,11 @@ std::string resolve_data_file(const std::string& folder, const std::string& name
     std::sort(names.begin(), names.end());
     std::string known;
     for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-    throw InputError("", 0, "", "no " + folder + " named '" + name + "' in " + (base / folder).string() +
-                                    (known.empty() ? "" : " (shipped: " + known + ")"));
+    // Names come from the flag of that folder (--topology, --model, --calibration), or from a
+    // topology file's calibration field, whose file the caller adds.
+    const std::string flag = folder == "topologies" ? "--topology" : folder == "models" ? "--model" : "--calibration";
+    throw InputError("", 0, flag, "no " + folder + " named '" + name + "' in " + (base / folder).string() +
+                                      (known.empty() ? "" : " (shipped: " + known + ")"));
   }
   return file.string();
 }

@@ -11,8 +11,9 @@ using namespace basp;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text = fuzz::as_text(data, size);
   std::vector<std::string> words;
+  // Words end at a newline or a NUL byte: a real argv word cannot hold a NUL.
   for (std::size_t start = 0; start <= text.size() && words.size() < 64;) {
-    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::size_t end = std::min(text.find_first_of(std::string("\n\0", 2), start), text.size());
     words.push_back(text.substr(start, end - start));
     start = end + 1;
   }
