@@ -170,18 +170,21 @@ TEST_CASE("validate: a hung collective becomes an abort with a clear message, af
   CHECK(wall < 2.0 + 20.0);
 }
 
-// A rank 20 ms late to every exchange: the others wait for it in the barrier before each exchange,
-// and the exchange's own time (its transfer) does not include that wait.
+// A rank 80 ms late to every exchange: the others wait for it in the barrier before each exchange,
+// and the exchange's own time (its transfer) does not include that wait. The delay is large next to
+// a loaded machine's scheduling noise (4 ranks on 2 cores beside other tests: a few-KiB transfer
+// took 15 ms in CI), so "under half the delay" separates a transfer from a transfer plus the wait.
 TEST_CASE("validate: a late rank's delay is reported as the others' wait, not as transfer time") {
+  constexpr double delay_s = 0.08;
   TempFile json("basp-validate-late.json");
-  const Run r = mpirun(4, "layer " + kSmall + " --batch 2 --json " + json.path, "BASP_VALIDATE_SLOW_RANK=1:0.02");
+  const Run r = mpirun(4, "layer " + kSmall + " --batch 2 --json " + json.path, "BASP_VALIDATE_SLOW_RANK=1:0.08");
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("peer_wait"));
   const auto j = read_json(json.path);
   for (const auto& run : j.at("results")) {
     INFO(run.at("strategy").get<std::string>());
-    // 8 exchanges a layer, 3 of 4 ranks waiting 20 ms at each (ulysses; basp's pairs: 1 of 4).
+    // 8 exchanges a layer, 3 of 4 ranks waiting 80 ms at each (ulysses; basp's pairs: 1 of 4).
     const bool global = run.at("strategy") == "ulysses";
     for (const auto& ph : run.at("phases")) {
       if (!ph.at("all_to_all").get<bool>()) {
@@ -189,11 +192,11 @@ TEST_CASE("validate: a late rank's delay is reported as the others' wait, not as
         continue;
       }
       INFO(ph.at("name").get<std::string>());
-      if (global) CHECK(ph.at("wait_median_s").get<double>() > 0.015);
-      CHECK(ph.at("wait_max_s").get<double>() > 0.015);
-      CHECK(ph.at("median_s").get<double>() < 0.010);  // the transfer of a few KiB
+      if (global) CHECK(ph.at("wait_median_s").get<double>() > 0.75 * delay_s);
+      CHECK(ph.at("wait_max_s").get<double>() > 0.75 * delay_s);
+      CHECK(ph.at("median_s").get<double>() < 0.5 * delay_s);  // the transfer of a few KiB
     }
-    if (global) CHECK(run.at("peer_wait_median_s").get<double>() > 8 * 0.015);
+    if (global) CHECK(run.at("peer_wait_median_s").get<double>() > 8 * 0.75 * delay_s);
     CHECK(run.at("layer_median_s").get<double>() > run.at("peer_wait_median_s").get<double>());
   }
 }
