@@ -157,6 +157,33 @@ TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops 
   }
 }
 
+// System: every candidate of the small question, its bound worked out by one cache that saw all
+// the layouts before it (in order, then in reverse) and by a fresh cache. Expectations: equal to
+// the last bit: the call bounds a pattern keeps are those a fresh derivation gives.
+TEST_CASE("plan: bounds from a cache that saw other layouts equal a fresh cache's") {
+  const PlanQuestion q = small_question();
+  const StepSetup setup = prepare_step(q.job);
+  std::map<std::string, int> pruned;
+  const auto candidates = enumerate_plans(q, setup, 16, setup.gpu->hbm_bytes, pruned);
+  REQUIRE(candidates.size() > 50);
+  RunCache shared;
+  std::vector<double> forward, fresh;
+  for (const PlanCandidate& c : candidates) {
+    forward.push_back(step_lower_bound_s(setup, c.config, c.strategy, shared));
+    RunCache own;
+    fresh.push_back(step_lower_bound_s(setup, c.config, c.strategy, own));
+  }
+  std::vector<double> backward(candidates.size());
+  for (std::size_t i = candidates.size(); i-- > 0;)
+    backward[i] = step_lower_bound_s(setup, candidates[i].config, candidates[i].strategy, shared);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    CAPTURE(i);
+    CHECK(forward[i] == fresh[i]);
+    CHECK(backward[i] == fresh[i]);
+    CHECK(fresh[i] > 0.0);
+  }
+}
+
 // System: the small question's plans. Expectations: ZeRO-1 and ZeRO-2 layouts that took another's
 // simulation have exactly the figures of their own simulation, and their own memory.
 TEST_CASE("plan: a plan that shares a ZeRO-1/2 simulation has its own figures exactly") {

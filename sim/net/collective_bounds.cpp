@@ -1,6 +1,6 @@
 // Per-rank transfer bounds: the rank's flows exactly as add_collectives builds them (bytes, waits,
 // multiplicities, routes), reduced to the slowest single flow and the most loaded link, and for
-// an all-to-all the copy of the rank's own slice, which runs alongside.
+// an all-to-all the copy of the rank's own slice, which runs alongside; linear in the call's size.
 #include "collective_bounds.hpp"
 
 #include <algorithm>
@@ -9,110 +9,175 @@
 namespace basp {
 namespace {
 
-// The flows of one rank, folded into what bounds its call. Its links are few: they are collected
-// and sorted rather than indexed by link id (a cluster has up to millions of links).
+// The flows of one rank, folded into the lines that bound its call. Its links are few: they are
+// collected and sorted rather than indexed by link id (a cluster has up to millions of links).
 struct RankFlows {
   const Topology& topo;
   struct OnLink {
     int link;
-    double bytes, wait_s;
+    double per_size, wait_s;  // bytes on the link per byte of the call's size
   };
   std::vector<OnLink> hops;  // scratch
-  double bound = 0.0;
+  std::vector<std::pair<double, double>> lines;
 
-  void add(const RouteView& r, double bytes, double wait_s, std::uint32_t count) {
-    double slowest = 0.0;  // time this flow alone needs on its tightest link
+  // A flow of `per_size` bytes per byte of the call's size, `count` times over its route.
+  void add(const RouteView& r, double per_size, double wait_s, std::uint32_t count) {
+    double slowest = 0.0;  // seconds per byte of size this flow alone needs on its tightest link
     for (const Hop& h : r.hops) {
-      const double on_link = bytes * count * h.share;
+      const double on_link = per_size * count * h.share;
       slowest = std::max(slowest, on_link / topo.link(h.link).capacity_Bps);
       hops.push_back({h.link, on_link, wait_s});
     }
-    bound = std::max(bound, wait_s + slowest);
+    lines.push_back({wait_s, slowest});
   }
 
-  double finish() {
+  TransferLines finish() {
     std::sort(hops.begin(), hops.end(), [](const OnLink& a, const OnLink& b) { return a.link < b.link; });
     for (std::size_t k = 0; k < hops.size();) {
       double load = 0.0, first_wait = std::numeric_limits<double>::infinity();
       const int link = hops[k].link;
       for (; k < hops.size() && hops[k].link == link; ++k) {
-        load += hops[k].bytes;
+        load += hops[k].per_size;
         first_wait = std::min(first_wait, hops[k].wait_s);
       }
-      bound = std::max(bound, first_wait + load / topo.link(link).capacity_Bps);
+      lines.push_back({first_wait, load / topo.link(link).capacity_Bps});
     }
     hops.clear();
-    const double b = bound;
-    bound = 0.0;
-    return b;
+    // Keep the lines no other is above at every size: by slope, steepest first, each with a
+    // larger wait than all steeper ones.
+    std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first > b.first;
+    });
+    TransferLines out;
+    for (const auto& l : lines)
+      if (out.lines.empty() || l.first > out.lines.back().first) out.lines.push_back(l);
+    lines.clear();
+    return out;
   }
 };
 
 }  // namespace
 
-std::vector<double> call_transfer_bounds(Router& router, const Topology& topo, const RankFold& fold,
-                                         CollectiveOp op, GroupSet& set, double size) {
-  RankFlows flows{topo, {}};
-  std::vector<double> out(fold.classes(), 0.0);
+double TransferLines::at(double size_bytes) const {
+  double most = 0.0;
+  for (const auto& [wait_s, per_byte_s] : lines) most = std::max(most, wait_s + size_bytes * per_byte_s);
+  return most;
+}
+
+std::vector<TransferLines> call_transfer_lines(Router& router, const Topology& topo, const RankFold& fold,
+                                               CollectiveOp op, GroupSet& set) {
+  RankFlows flows{topo, {}, {}};
+  std::vector<TransferLines> out(fold.classes());
   const auto& groups = set.groups();
   const bool ring = op == CollectiveOp::allgather || op == CollectiveOp::reducescatter || op == CollectiveOp::allreduce;
   const GroupSet::RingPlan* plan = ring ? &set.rings(topo, router) : nullptr;
+  const double copy_Bps = topo.software.local_copy_Bps;
   for (int c = 0; c < fold.classes(); ++c) {
     const std::size_t g = set.group_of(c);
     const auto& group = groups[g];
     const int n = static_cast<int>(group.size());
-    if (op == CollectiveOp::alltoall) out[c] = local_copy_s(topo, size, n);  // alongside its flows
-    if (n < 2) continue;
-    if (op == CollectiveOp::alltoall) {
-      const double chunk = size / n;
-      for (int peer : group)
-        if (peer != c) {
-          const RouteView to = router.route(c, peer);
-          flows.add(to, chunk, to.latency_s, 1);
-          const RouteView from = router.route(peer, c);
-          flows.add(from, chunk, from.latency_s, 1);
-        }
-    } else if (op == CollectiveOp::sendrecv) {
-      const int i = static_cast<int>(std::find(group.begin(), group.end(), c) - group.begin());
-      const RouteView to = router.route(c, group[(i + 1) % n]);
-      flows.add(to, size, to.latency_s, 1);
-      const RouteView from = router.route(group[(i + n - 1) % n], c);
-      flows.add(from, size, from.latency_s, 1);
-    } else {
-      const double steps = op == CollectiveOp::allreduce ? 2.0 * (n - 1) : double(n - 1);
-      const double bytes = collective_info(op).busbw_factor(n) * size / plan->channels[g];
-      const double wait = steps * plan->step_latency_s[g];
-      for (const RingEdge& e : plan->edges[g])
-        if (e.from == c) flows.add(router.route(e.from, e.to), bytes, wait, e.channels);
-      for (const RingEdge& e : plan->into[g])
-        if (e.to == c) flows.add(router.route(e.from, e.to), bytes, wait, e.channels);
+    // An all-to-all copies its own slice alongside its flows (local_copy_s).
+    if (op == CollectiveOp::alltoall && copy_Bps > 0.0 && n > 0) flows.lines.push_back({0.0, 1.0 / n / copy_Bps});
+    if (n >= 2) {
+      if (op == CollectiveOp::alltoall) {
+        for (int peer : group)
+          if (peer != c) {
+            const RouteView to = router.route(c, peer);
+            flows.add(to, 1.0 / n, to.latency_s, 1);
+            const RouteView from = router.route(peer, c);
+            flows.add(from, 1.0 / n, from.latency_s, 1);
+          }
+      } else if (op == CollectiveOp::sendrecv) {
+        const int i = static_cast<int>(std::find(group.begin(), group.end(), c) - group.begin());
+        const RouteView to = router.route(c, group[(i + 1) % n]);
+        flows.add(to, 1.0, to.latency_s, 1);
+        const RouteView from = router.route(group[(i + n - 1) % n], c);
+        flows.add(from, 1.0, from.latency_s, 1);
+      } else {
+        const double steps = op == CollectiveOp::allreduce ? 2.0 * (n - 1) : double(n - 1);
+        const double per_size = collective_info(op).busbw_factor(n) / plan->channels[g];
+        const double wait = steps * plan->step_latency_s[g];
+        for (const RingEdge& e : plan->edges[g])
+          if (e.from == c) flows.add(router.route(e.from, e.to), per_size, wait, e.channels);
+        for (const RingEdge& e : plan->into[g])
+          if (e.to == c) flows.add(router.route(e.from, e.to), per_size, wait, e.channels);
+      }
     }
-    out[c] = std::max(out[c], flows.finish());
+    out[c] = flows.finish();
   }
   return out;
 }
 
+std::vector<double> call_transfer_bounds(Router& router, const Topology& topo, const RankFold& fold,
+                                         CollectiveOp op, GroupSet& set, double size) {
+  std::vector<double> out;
+  for (const TransferLines& l : call_transfer_lines(router, topo, fold, op, set)) out.push_back(l.at(size));
+  return out;
+}
+
+void CallBounds::select(int rank_class) {
+  selected_ = rank_class;
+  matched_.clear();
+}
+
+int CallBounds::groups_id(const GroupSet& set) {
+  for (const auto& [seen, id] : matched_)
+    if (seen == &set) return id;
+  const auto& groups = set.groups();
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the members, groups separated
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+  for (const auto& g : groups) {
+    mix(~0ULL);
+    for (int r : g) mix(std::uint64_t(r));
+  }
+  int id = -1;
+  for (auto [it, end] = groups_by_hash_.equal_range(h); it != end && id < 0; ++it)
+    if (groups_[it->second] == groups) id = it->second;
+  if (id < 0) {
+    id = static_cast<int>(groups_.size());
+    groups_.push_back(groups);
+    groups_by_hash_.emplace(h, id);
+    for (const auto& g : groups) bytes_ += sizeof(g) + g.size() * sizeof(int);
+  }
+  matched_.push_back({&set, id});
+  return id;
+}
+
 CallBounds::Call CallBounds::get(Router& router, const Topology& topo, const RankFold& fold, CollectiveOp op,
                                  GroupSet& set, double size) {
-  const auto key = std::tuple(static_cast<const GroupSet*>(&set), static_cast<int>(op), size);
+  const std::pair<int, int> calls{groups_id(set), static_cast<int>(op)};
+  auto lines = lines_.find(calls);
+  if (lines == lines_.end()) {
+    Lines l{{}, call_transfer_lines(router, topo, fold, op, set)};
+    for (int c = 0; c < fold.classes(); ++c) {
+      l.overhead_s.push_back(call_overhead_s(topo, op, static_cast<int>(set.groups()[set.group_of(c)].size())));
+      bytes_ += sizeof(TransferLines) + sizeof(double) + l.transfer[c].lines.size() * 2 * sizeof(double);
+    }
+    lines = lines_.emplace(calls, std::move(l)).first;
+  }
+  const Key key{calls.first, calls.second, size};
   auto it = known_.find(key);
   if (it == known_.end()) {
-    Known k{{}, call_transfer_bounds(router, topo, fold, op, set, size)};
-    for (int c = 0; c < fold.classes(); ++c)
-      k.overhead_s.push_back(call_overhead_s(topo, op, static_cast<int>(set.groups()[set.group_of(c)].size())));
-    it = known_.emplace(key, std::move(k)).first;
+    std::vector<double> transfer;
+    for (const TransferLines& l : lines->second.transfer) transfer.push_back(l.at(size));
+    bytes_ += sizeof(double) * transfer.size() + 128;
+    it = known_.emplace(key, std::move(transfer)).first;
   }
-  return {it->second.overhead_s[selected_], it->second.transfer_s[selected_]};
+  used_.insert(key);
+  return {lines->second.overhead_s[selected_], it->second[selected_]};
 }
 
 std::vector<int> CallBounds::distinct_classes() const {
-  if (known_.empty()) return {0};
-  const int classes = static_cast<int>(known_.begin()->second.transfer_s.size());
+  if (used_.empty()) return {0};
+  const int classes = static_cast<int>(known_.at(*used_.begin()).size());
   std::map<std::vector<double>, int> first_with;  // a class's bounds over every call -> first such class
   std::vector<double> profile;
   for (int c = 0; c < classes; ++c) {
     profile.clear();
-    for (const auto& [key, k] : known_) profile.insert(profile.end(), {k.overhead_s[c], k.transfer_s[c]});
+    for (const Key& key : used_) {
+      const Lines& l = lines_.at({std::get<0>(key), std::get<1>(key)});
+      profile.insert(profile.end(), {l.overhead_s[c], known_.at(key)[c]});
+    }
     first_with.try_emplace(profile, c);
   }
   std::vector<int> out;

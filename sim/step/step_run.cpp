@@ -351,7 +351,8 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
   return on_setup(setup, config, cache, [&](const Run& run) {
     const StrategyGraph g = strategy_graph(run, strategy);
     Router& router = run.cache.router(g.net.topo);
-    CallBounds bounds;
+    CallBounds& bounds = g.net.bounds;
+    bounds.start_layout();
     // Each rank finishes no earlier than its own chain; the first build finds the calls. The
     // simulation merges events within 1e-9 relative of each other, which may end it that much
     // earlier per event on its critical path: the margin covers ten thousand of them.
@@ -417,13 +418,15 @@ std::shared_ptr<const Topology> RunCache::part_holding(const ClusterBuilds& clus
 
 RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluster, int ranks,
                                     std::span<const TrafficGroups> traffic, bool parts) {
-  constexpr std::size_t kept = 4;  // folds hold a class per link: a few patterns only
+  // Folds hold a class per link: patterns are kept while they hold at most this much (at least 4
+  // of them). The planner meets a few hundred patterns, in the order of their layouts' bounds.
+  constexpr std::size_t kept = 4, kept_bytes = std::size_t(256) << 20;
   if (cluster_ != &cluster) {
     patterns_.clear();
     parts_.clear();
     cluster_ = &cluster;
   }
-  auto found = [&](const Pattern& p) { return Network{p.part ? *p.part : cluster.whole(), p.choice}; };
+  auto found = [&](Pattern& p) { return Network{p.part ? *p.part : cluster.whole(), p.choice, *p.bounds}; };
   auto same = [&](const Pattern& p) {
     if (p.mode != mode || p.ranks != ranks || p.parts != parts || p.traffic.size() != traffic.size()) return false;
     for (std::size_t t = 0; t < traffic.size(); ++t)
@@ -435,7 +438,7 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
       if (it != patterns_.begin()) std::rotate(patterns_.begin(), it, std::next(it));
       return found(patterns_.front());
     }
-  Pattern p{mode, ranks, parts, {}, nullptr, {}};
+  Pattern p{mode, ranks, parts, {}, nullptr, {}, std::make_unique<CallBounds>()};
   std::optional<PartPlan> plan;
   if (parts && mode != EngineMode::full && cluster.skeleton() && ranks == cluster.gpus())
     plan = plan_part(mode, *cluster.file().templ, *cluster.skeleton(), ranks, traffic, &skeleton_moves);
@@ -447,8 +450,24 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
   }
   for (const TrafficGroups& t : traffic) p.traffic.push_back({t.traffic, *t.groups});
   patterns_.push_front(std::move(p));
-  if (patterns_.size() > kept) patterns_.pop_back();
+  std::size_t held = 0, count = 0;
+  for (auto it = patterns_.begin(); it != patterns_.end(); ++it, ++count) {
+    held += it->bytes();
+    if (count >= kept && held > kept_bytes) {
+      patterns_.erase(it, patterns_.end());
+      break;
+    }
+  }
   return found(patterns_.front());
+}
+
+std::size_t RunCache::Pattern::bytes() const {
+  std::size_t b = sizeof(Pattern) + bounds->bytes();
+  for (const auto& [kind, groups] : traffic)
+    for (const auto& g : groups) b += sizeof(g) + g.size() * sizeof(int);
+  const RankFold& f = choice.fold;
+  return b + f.link_class.size() * sizeof(int) + f.class_link.size() * sizeof(int) +
+         f.link_load.size() * sizeof(std::uint32_t);
 }
 
 }  // namespace basp

@@ -5,6 +5,7 @@
 
 #include "calibration.hpp"
 #include "cluster_part.hpp"
+#include "collective_bounds.hpp"
 #include "engine.hpp"
 #include "gpu_kind.hpp"
 #include "memory_model.hpp"
@@ -114,8 +115,9 @@ StepSetup prepare_step(const StepConfig& config);
 void resolve_job(StepConfig& config, const StepReport& cluster);
 void resolve_job(StepConfig& config, int available_gpus, const std::string& topology);
 // What runs on one cluster keep from one layout to the next (one per thread): the node moves
-// choose_fold derived, the folds of the latest traffic patterns (matched exactly), and the routes
-// found. None of it changes a result: each is what would be derived again.
+// choose_fold derived, the folds of the latest traffic patterns (matched exactly) with the call
+// bounds worked out on them, and the routes found. None of it changes a result: each is what
+// would be derived again.
 class RunCache {
  public:
   MoveCache moves, skeleton_moves;
@@ -124,6 +126,7 @@ class RunCache {
   struct Network {
     const Topology& topo;
     const FoldChoice& choice;
+    CallBounds& bounds;  // the calls' bounds worked out on this fold so far (step_lower_bound_s)
   };
   // The network and fold for a traffic pattern, valid until the next call. `parts`: a template
   // with a skeleton runs on a part where the class engine applies; a part built for an earlier
@@ -152,6 +155,8 @@ class RunCache {
     std::vector<std::pair<GroupTraffic, std::vector<std::vector<int>>>> traffic;
     std::shared_ptr<const Topology> part;  // null: the whole topology
     FoldChoice choice;
+    std::unique_ptr<CallBounds> bounds;
+    std::size_t bytes() const;  // host memory held, roughly
   };
   const ClusterBuilds* cluster_ = nullptr;
   std::deque<Pattern> patterns_;  // most recent first
