@@ -4,15 +4,26 @@
 
 #include "input_error.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 namespace basp::fuzz {
+
+// The files as_file wrote, removed when the process exits normally (an abort, a finding, keeps
+// the last input's file beside the crash report).
+struct RemovedAtExit {
+  std::vector<std::string> paths;
+  ~RemovedAtExit() {
+    for (const std::string& p : paths) std::remove(p.c_str());
+  }
+};
 
 // One file per process and target: libFuzzer runs one input at a time.
 inline std::string as_file(const std::uint8_t* data, std::size_t size, const std::string& suffix) {
@@ -21,6 +32,8 @@ inline std::string as_file(const std::uint8_t* data, std::size_t size, const std
     return std::string(tmp && *tmp ? tmp : "/tmp");
   }();
   const std::string path = dir + "/basp-fuzz-" + std::to_string(::getpid()) + suffix;
+  static RemovedAtExit written;
+  if (std::find(written.paths.begin(), written.paths.end(), path) == written.paths.end()) written.paths.push_back(path);
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), long(size));
   return path;
 }
