@@ -177,7 +177,8 @@ TEST_CASE("validate: a hung collective becomes an abort with a clear message, af
 TEST_CASE("validate: a late rank's delay is reported as the others' wait, not as transfer time") {
   constexpr double delay_s = 0.08;
   TempFile json("basp-validate-late.json");
-  const Run r = mpirun(4, "layer " + kSmall + " --batch 2 --json " + json.path, "BASP_VALIDATE_SLOW_RANK=1:0.08");
+  const Run r = mpirun(4, "layer " + kSmall + " --batch 2 --json " + json.path,
+                       "BASP_VALIDATE_SLOW_RANK=1:" + std::to_string(delay_s));
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("peer_wait"));

@@ -123,20 +123,11 @@ void CallBounds::select(int rank_class) {
 int CallBounds::groups_id(const GroupSet& set) {
   for (const auto& [seen, id] : matched_)
     if (seen == &set) return id;
+  // A pattern's calls use a handful of group sets: a scan finds the one with these groups.
   const auto& groups = set.groups();
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the members, groups separated
-  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
-  for (const auto& g : groups) {
-    mix(~0ULL);
-    for (int r : g) mix(std::uint64_t(r));
-  }
-  int id = -1;
-  for (auto [it, end] = groups_by_hash_.equal_range(h); it != end && id < 0; ++it)
-    if (groups_[it->second] == groups) id = it->second;
-  if (id < 0) {
-    id = static_cast<int>(groups_.size());
+  int id = static_cast<int>(std::find(groups_.begin(), groups_.end(), groups) - groups_.begin());
+  if (id == static_cast<int>(groups_.size())) {
     groups_.push_back(groups);
-    groups_by_hash_.emplace(h, id);
     for (const auto& g : groups) bytes_ += sizeof(g) + g.size() * sizeof(int);
   }
   matched_.push_back({&set, id});
@@ -146,37 +137,29 @@ int CallBounds::groups_id(const GroupSet& set) {
 CallBounds::Call CallBounds::get(Router& router, const Topology& topo, const RankFold& fold, CollectiveOp op,
                                  GroupSet& set, double size) {
   const std::pair<int, int> calls{groups_id(set), static_cast<int>(op)};
-  auto lines = lines_.find(calls);
-  if (lines == lines_.end()) {
+  auto it = lines_.find(calls);
+  if (it == lines_.end()) {
     Lines l{{}, call_transfer_lines(router, topo, fold, op, set)};
     for (int c = 0; c < fold.classes(); ++c) {
       l.overhead_s.push_back(call_overhead_s(topo, op, static_cast<int>(set.groups()[set.group_of(c)].size())));
       bytes_ += sizeof(TransferLines) + sizeof(double) + l.transfer[c].lines.size() * 2 * sizeof(double);
     }
-    lines = lines_.emplace(calls, std::move(l)).first;
+    it = lines_.emplace(calls, std::move(l)).first;
   }
-  const Key key{calls.first, calls.second, size};
-  auto it = known_.find(key);
-  if (it == known_.end()) {
-    std::vector<double> transfer;
-    for (const TransferLines& l : lines->second.transfer) transfer.push_back(l.at(size));
-    bytes_ += sizeof(double) * transfer.size() + 128;
-    it = known_.emplace(key, std::move(transfer)).first;
-  }
-  used_.insert(key);
-  return {lines->second.overhead_s[selected_], it->second[selected_]};
+  used_.insert({calls.first, calls.second, size});
+  return {it->second.overhead_s[selected_], it->second.transfer[selected_].at(size)};
 }
 
 std::vector<int> CallBounds::distinct_classes() const {
   if (used_.empty()) return {0};
-  const int classes = static_cast<int>(known_.at(*used_.begin()).size());
+  const int classes = static_cast<int>(lines_.begin()->second.transfer.size());
   std::map<std::vector<double>, int> first_with;  // a class's bounds over every call -> first such class
   std::vector<double> profile;
   for (int c = 0; c < classes; ++c) {
     profile.clear();
-    for (const Key& key : used_) {
-      const Lines& l = lines_.at({std::get<0>(key), std::get<1>(key)});
-      profile.insert(profile.end(), {l.overhead_s[c], known_.at(key)[c]});
+    for (const auto& [groups, op, size] : used_) {
+      const Lines& l = lines_.at({groups, op});
+      profile.insert(profile.end(), {l.overhead_s[c], l.transfer[c].at(size)});
     }
     first_with.try_emplace(profile, c);
   }

@@ -12,7 +12,6 @@
 
 #include "collectives.hpp"
 
-#include <cstdint>
 #include <map>
 #include <set>
 #include <span>
@@ -66,14 +65,11 @@ class CallBounds {
     std::vector<double> overhead_s;       // per class
     std::vector<TransferLines> transfer;  // per class
   };
-  using Key = std::tuple<int, int, double>;  // (groups' id, op, size)
   int groups_id(const GroupSet& set);
   std::vector<std::vector<std::vector<int>>> groups_;  // distinct groups seen; id = index
-  std::multimap<std::uint64_t, int> groups_by_hash_;
   std::vector<std::pair<const GroupSet*, int>> matched_;  // this build's sets -> groups' id
   std::map<std::pair<int, int>, Lines> lines_;  // (groups' id, op)
-  std::map<Key, std::vector<double>> known_;     // per class: transfer bound
-  std::set<Key> used_;
+  std::set<std::tuple<int, int, double>> used_;  // (groups' id, op, size) since start_layout
   int selected_ = 0;
   std::size_t bytes_ = 0;
 };

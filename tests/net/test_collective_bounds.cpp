@@ -92,3 +92,31 @@ TEST_CASE("collective bounds: never above a simulated call") {
   }
   CHECK(checked == 600);  // 6 topologies × 5 ops × 5 group layouts × 2 sizes × 2 copy rates
 }
+
+// System: 32 GPUs of dgx-h100 (4 nodes), one CallBounds handed all-to-alls on one group of 32 and
+// on 4 groups of 8, then the groups rebuilt as new objects. Expectations: every call's bound is
+// call_transfer_bounds' for its own groups, whichever sets came before, and a rebuilt set with
+// the same groups takes the same bound (sets are matched by their groups, not their address).
+TEST_CASE("collective bounds: kept per groups and op, never another set's") {
+  TopologyOverrides o;
+  o.nodes = 4;
+  const Topology t = load_topology("dgx-h100", o);
+  const int ranks = static_cast<int>(t.gpus.size());
+  const RankFold fold = RankFold::identity(ranks);
+  Router router(t);
+  CallBounds bounds;
+  for (int round = 0; round < 2; ++round)
+    for (int groups : {1, 4}) {
+      GroupSet set(make_groups(ranks, groups, Placement::contiguous), fold);
+      const std::vector<double> expected = call_transfer_bounds(router, t, fold, CollectiveOp::alltoall, set, S);
+      for (int r : {0, 9, 31}) {
+        bounds.select(r);
+        CAPTURE(round, groups, r);
+        CHECK(bounds.get(router, t, fold, CollectiveOp::alltoall, set, S).transfer_s == expected[r]);
+      }
+    }
+  // The two sets' bounds differ (a global all-to-all crosses the fabric), so a mix-up would show.
+  GroupSet one(make_groups(ranks, 1, Placement::contiguous), fold), four(make_groups(ranks, 4, Placement::contiguous), fold);
+  CHECK(call_transfer_bounds(router, t, fold, CollectiveOp::alltoall, one, S)[0] >
+        call_transfer_bounds(router, t, fold, CollectiveOp::alltoall, four, S)[0]);
+}
