@@ -201,8 +201,9 @@ int run_calibrate(const CalibrateArgs& a) {
                      "applies to step-level figures (a step measurements file) only");
   if (m.comm.empty() && m.compute.empty())
     throw InputError("", 0, "--measurements",
-                     "no all-to-all or compute runs in these files: give the JSON of "
-                     "basp-validate comm and compute (see docs/calibration.md)");
+                     "no collective or compute runs in these files: give the JSON of "
+                     "basp-validate comm and compute, or nccl-tests tables (scripts/nccl-tests-json.sh; "
+                     "see docs/calibration.md)");
   std::optional<fitting::LinkFit> links;
   std::optional<fitting::ComputeFit> compute;
   if (!m.comm.empty()) {
@@ -225,7 +226,8 @@ int run_calibrate(const CalibrateArgs& a) {
     if (links) {
       nlohmann::json samples = nlohmann::json::array();
       for (std::size_t i = 0; i < links->samples.size(); ++i)
-        samples.push_back({{"ranks", links->samples[i].ranks},
+        samples.push_back({{"op", collective_info(links->samples[i].op).name},
+                           {"ranks", links->samples[i].ranks},
                            {"groups", links->samples[i].groups},
                            {"size_bytes", links->samples[i].size_bytes},
                            {"measured_s", links->quality.measured[i]},

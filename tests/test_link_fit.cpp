@@ -34,7 +34,7 @@ std::vector<CommSample> synthetic(const Topology& topo, const Calibration& c, do
   for (int groups : {1, 2})
     for (double size = 4096; size <= 256.0 * 1048576; size *= 2) {  // 17 sizes, as -f 2 gives
       CommSample s{8, groups, size, 0, 0};
-      s.time_s = predict_alltoall(topo, c, s) * (1 + u(gen));
+      s.time_s = predict_collective(topo, c, s) * (1 + u(gen));
       out.push_back(s);
     }
   return out;
@@ -125,7 +125,7 @@ TEST_CASE("calibrate cli: fits a measurements file and writes a calibration that
   REQUIRE(sim.code == 0);
   const auto j = nlohmann::json::parse(sim.out);
   CommSample probe{8, 2, 64.0 * 1048576, 0, 0};
-  CHECK(j.at("time_s").get<double>() == Approx(predict_alltoall(topo, truth(), probe)).epsilon(0.01));
+  CHECK(j.at("time_s").get<double>() == Approx(predict_collective(topo, truth(), probe)).epsilon(0.01));
 }
 
 TEST_CASE("calibrate cli: files without all-to-all runs or of another kind are refused") {
@@ -136,7 +136,7 @@ TEST_CASE("calibrate cli: files without all-to-all runs or of another kind are r
   auto r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + compute_only.path + " --out " +
                                 out.path);
   CHECK(r.code == 2);
-  CHECK_THAT(r.out, Catch::Contains("no all-to-all or compute runs"));
+  CHECK_THAT(r.out, Catch::Contains("no collective or compute runs"));
   basp::test::TempFile other(R"({"schema":"something-else"})", ".json");
   r = basp::test::basp_cli("calibrate --topology paper-a100-2x4 -m " + other.path + " --out " + out.path);
   CHECK(r.code == 2);

@@ -105,14 +105,19 @@ std::string calibration_yaml(const CalibrationDocument& d) {
     const std::size_t comm_runs = d.links ? d.links->quality.measured.size() : 0;
     const std::size_t compute_runs = d.compute ? d.compute->quality.measured.size() : 0;
     header(o, d,
-           "fitted by basp calibrate on " + std::to_string(comm_runs) + " all-to-all and " +
+           "fitted by basp calibrate on " + std::to_string(comm_runs) + " collective and " +
                std::to_string(compute_runs) + " compute runs");
-    o << "sources: |\n  Every all-to-all run of the files above was simulated on the topology (contention "
-         "included)\n"
-         "  and the link and software parameters minimise the relative errors; compute efficiencies per\n"
-         "  class are e*F/(F + F_half) of the GPU kind's peak (memory-bound kernels: e of its memory\n"
-         "  bandwidth), fitted to the compute runs. Parameters marked\n"
-         "  free: false could not be told apart by these runs and keep the topology's (or default) value.\n";
+    o << "sources: |\n  Every collective run of the files above (all-to-alls, and all-gathers and reduce-scatters\n"
+         "  of nccl-tests tables) was simulated on the topology (contention included) and the link and\n"
+         "  software parameters minimise the relative errors; ";
+    if (compute_runs > 0)
+      o << "compute efficiencies per\n"
+           "  class are e*F/(F + F_half) of the GPU kind's peak (memory-bound kernels: e of its memory\n"
+           "  bandwidth), fitted to the compute runs. ";
+    else
+      o << "no compute runs: compute\n  efficiencies keep the documented defaults. ";
+    o << "Parameters marked free: false could not be\n"
+         "  told apart by these runs and keep the topology's (or default) value.\n";
     if (d.links) link_and_software_values(o, d.links->calibration);
     if (d.compute && compute_runs > 0) compute_values(o, d.compute->efficiency, d.compute->memory_fitted);
   }

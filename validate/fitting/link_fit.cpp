@@ -14,11 +14,11 @@
 
 namespace basp::fitting {
 
-double predict_alltoall(const Topology& topo, const Calibration& cal, const CommSample& s) {
+double predict_collective(const Topology& topo, const Calibration& cal, const CommSample& s) {
   Topology t = topo;
   apply_calibration(t, cal);
   CollectiveSpec spec;
-  spec.op = CollectiveOp::alltoall;
+  spec.op = s.op;
   spec.size_bytes = s.size_bytes;
   spec.ranks = s.ranks;
   spec.groups = s.groups;
@@ -72,14 +72,14 @@ LinkFit fit_links(const Topology& topo, const Calibration& start,
   }
   if (sizes.size() < 3)
     throw InputError("", 0, "--measurements",
-                     "the link fit needs all-to-all runs at 3 or more sizes (basp-validate comm "
+                     "the link fit needs collective runs at 3 or more sizes (basp-validate comm "
                      "-b 1K -e 64M -f 4); got " +
                          std::to_string(sizes.size()));
   // Classes that carry traffic in these runs; the others have nothing to fit.
   std::array<bool, 5> used{};
   for (const CommSample& s : samples) {
     CollectiveSpec spec;
-    spec.op = CollectiveOp::alltoall;
+    spec.op = s.op;
     spec.size_bytes = s.size_bytes;
     spec.ranks = s.ranks;
     spec.groups = s.groups;
@@ -110,7 +110,7 @@ LinkFit fit_links(const Topology& topo, const Calibration& start,
     const Calibration c = with(start, ps, x);
     Eigen::VectorXd r(long(samples.size()));
     for (std::size_t i = 0; i < samples.size(); ++i)
-      r[long(i)] = (predict_alltoall(topo, c, samples[i]) - samples[i].time_s) / samples[i].time_s;
+      r[long(i)] = (predict_collective(topo, c, samples[i]) - samples[i].time_s) / samples[i].time_s;
     return r;
   };
   // A link latency is the first to give way to the software overheads when the runs cannot tell
@@ -152,7 +152,7 @@ LinkFit fit_links(const Topology& topo, const Calibration& start,
   for (std::size_t i = 0; i < samples.size(); ++i) {
     // Re-predicted with the calibration as written (held parameters left out), so the reported
     // quality is the file's, not the solver's.
-    const double p = predict_alltoall(topo, out.calibration, samples[i]);
+    const double p = predict_collective(topo, out.calibration, samples[i]);
     out.quality.measured.push_back(samples[i].time_s);
     out.quality.predicted.push_back(p);
     rel.push_back(std::abs(p - samples[i].time_s) / samples[i].time_s);

@@ -1,6 +1,6 @@
 // Fits a topology's link parameters (per link class: latency and effective bandwidth) and the
-// collective software overheads (launch, per peer) to measured all-to-alls, by simulating every
-// measured run on the topology, contention included.
+// collective software overheads (launch, per peer) to measured collectives (basp-validate's
+// all-to-alls, nccl-tests tables), by simulating every measured run on the topology, contention included.
 #pragma once
 
 #include <string>
@@ -35,7 +35,7 @@ struct LinkFit {
 // topology's GPUs).
 LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& samples);
 
-// The simulated time of one measured all-to-all under a calibration.
-double predict_alltoall(const Topology& topo, const Calibration& cal, const CommSample& s);
+// The simulated time of one measured collective under a calibration.
+double predict_collective(const Topology& topo, const Calibration& cal, const CommSample& s);
 
 }  // namespace basp::fitting

@@ -138,6 +138,40 @@ void read_step(const json& j, const json& results, const std::string& path, std:
   }
 }
 
+// A published nccl-tests table: one run of `ranks` ranks (the topology's first ones), each row one
+// size of one test, its out-of-place time. Names as nccl-tests prints them ("all_gather_perf"
+// without "_perf"). sendrecv is left out: nccl-tests pairs ranks differently from `basp collective`.
+void read_nccl_tests(const json& j, const json& results, const std::string& path, std::size_t id,
+                     Measurements& m) {
+  m.sources[id].provenance = text(j, "provenance", path, "");
+  if (m.sources[id].provenance.empty())
+    throw InputError(path, 0, "provenance", "say where this table comes from (repository, file, commit)");
+  const int ranks = positive(field(j, "config", path, ""), "ranks", path, "config");
+  if (results.empty()) throw InputError(path, 0, "results", "an nccl-tests file needs at least one row");
+  static const std::pair<const char*, CollectiveOp> ops[] = {{"alltoall", CollectiveOp::alltoall},
+                                                             {"all_gather", CollectiveOp::allgather},
+                                                             {"reduce_scatter", CollectiveOp::reducescatter},
+                                                             {"all_reduce", CollectiveOp::allreduce}};
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::string where = "results[" + std::to_string(i) + "]";
+    const json& r = results[i];
+    const std::string op = text(r, "op", path, where);
+    const auto it = std::find_if(std::begin(ops), std::end(ops), [&](const auto& o) { return op == o.first; });
+    if (it == std::end(ops))
+      throw InputError(path, 0, where + ".op",
+                       "'" + op + "' is not one of alltoall, all_gather, reduce_scatter, all_reduce");
+    CommSample s;
+    s.ranks = ranks;
+    s.op = it->second;
+    s.size_bytes = number(r, "size_bytes", path, where);
+    s.time_s = number(r, "time_s", path, where);
+    s.source = id;
+    if (!(s.time_s > 0) || !(s.size_bytes > 0))
+      throw InputError(path, 0, where, "size and time must be positive");
+    m.comm.push_back(s);
+  }
+}
+
 // Appends what one parsed file holds.
 void read_one(const json& j, const std::string& path, const std::string& bytes, Measurements& m) {
   if (text(j, "schema", path, "") != "basp-measurements")
@@ -193,8 +227,13 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
     read_step(j, results, path, id, m);
     return;
   }
+  if (src.command == "nccl-tests") {
+    read_nccl_tests(j, results, path, id, m);
+    return;
+  }
   if (src.command != "comm" && src.command != "compute")
-    throw InputError(path, 0, "command", "'" + src.command + "' is not one of layer, comm, compute, step");
+    throw InputError(path, 0, "command",
+                     "'" + src.command + "' is not one of layer, comm, compute, nccl-tests, step");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const std::string where = "results[" + std::to_string(i) + "]";
     const json& r = results[i];

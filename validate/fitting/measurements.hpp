@@ -1,28 +1,33 @@
 // Reading measurement files (schema basp-measurements v1) back: `basp-validate`'s communication,
-// compute and layer rows, step-level figures, and where they came from (file, content hash, hardware).
+// compute and layer rows, published nccl-tests tables, step-level figures, and where they came
+// from (file, content hash, hardware).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "collectives.hpp"
+
 namespace basp::fitting {
 
 struct MeasurementSource {
   std::string path;
   std::string hash;        // FNV-1a 64 of the file's bytes, hex: names the exact file a fit used
-  std::string command;     // layer | comm | compute | step
+  std::string command;     // layer | comm | compute | nccl-tests | step
   std::string hardware;    // one line: backend, launcher, ranks, first host, CPU or first GPU
-  std::string provenance;  // step files: where the figures come from (a paper, a framework's logs)
+  std::string provenance;  // step and nccl-tests files: where the figures come from (a paper, logs)
   std::string config;      // the file's configuration object, as one line of JSON
 };
 
+// One timed collective: basp-validate's all-to-alls, or a row of a published nccl-tests table.
 struct CommSample {
   int ranks = 0;
   int groups = 1;          // 1: the global all-to-all; B: B concurrent groups of ranks/B
-  double size_bytes = 0;   // one rank's send buffer
-  double time_s = 0;       // median over iterations of the slowest rank
+  double size_bytes = 0;   // nccl-tests' size: an all-to-all's send buffer, an all-gather's output
+  double time_s = 0;       // median over iterations of the slowest rank (nccl-tests: its mean)
   std::size_t source = 0;  // index into Measurements::sources
+  CollectiveOp op = CollectiveOp::alltoall;
 };
 
 struct ComputeSample {

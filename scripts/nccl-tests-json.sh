@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Turns an nccl-tests log (the text all_gather_perf & co. print) into a basp-measurements file
+# that `basp calibrate` fits links to: one row per size of each test, its out-of-place time.
+set -euo pipefail
+usage() {
+  cat >&2 <<'EOF'
+usage: scripts/nccl-tests-json.sh LOG RANKS "PROVENANCE" "HARDWARE" [TESTS] > out.json
+  LOG         nccl-tests output (one or more tests, e.g. all_gather_perf then alltoall_perf)
+  RANKS       ranks of the run (nodes x GPUs per node): the topology's first RANKS GPUs stand for them
+  PROVENANCE  where the log comes from (repository, path, commit; or who ran it, when, versions)
+  HARDWARE    the cluster in words (GPU, nodes, NICs)
+  TESTS       comma-separated tests to keep (default alltoall,all_gather,reduce_scatter)
+EOF
+  exit 2
+}
+[[ $# -ge 4 && $# -le 5 ]] || usage
+log=$1 ranks=$2 provenance=$3 hardware=$4 tests=${5:-alltoall,all_gather,reduce_scatter}
+[[ -r $log ]] || { echo "nccl-tests-json: cannot read $log" >&2; exit 2; }
+[[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "nccl-tests-json: RANKS must be a whole number >= 1, got '$ranks'" >&2; exit 2; }
+json_text() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
+version=$(grep -m1 '^# nccl-tests version' "$log" | sed 's/^# //' || true)
+printf '{\n "schema": "basp-measurements",\n "schema_version": 1,\n "command": "nccl-tests",\n'
+printf ' "provenance": "%s",\n' "$(json_text "$provenance${version:+ ($version)}")"
+printf ' "hardware": {"description": "%s"},\n' "$(json_text "$hardware")"
+printf ' "config": {"ranks": %s},\n "results": [\n' "$ranks"
+# Data rows: size count type redop root time algbw busbw #wrong (out-of-place), then in-place.
+awk -v keep="$tests" '
+  BEGIN { n = split(keep, k, ","); for (i = 1; i <= n; ++i) want[k[i]] = 1 }
+  /Collective test starting:/ { test = $NF; sub(/_perf$/, "", test); next }
+  /^#/ || NF < 9 { next }
+  test in want && $1 ~ /^[0-9]+$/ {
+    printf "%s  {\"op\": \"%s\", \"size_bytes\": %s, \"time_s\": %.9g, \"algbw_GBps\": %s, \"busbw_GBps\": %s}",
+           (rows++ ? ",\n" : ""), test, $1, $6 * 1e-6, $7, $8
+  }
+  END { printf "\n"; if (!rows) { print "nccl-tests-json: no rows of the tests asked for" > "/dev/stderr"; exit 2 } }
+' "$log"
+printf ' ]\n}\n'
