@@ -19,12 +19,9 @@ log=$1 ranks=$2 provenance=$3 hardware=$4 tests=${5:-alltoall,all_gather,reduce_
 [[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "nccl-tests-json: RANKS must be a whole number >= 1, got '$ranks'" >&2; exit 2; }
 json_text() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 version=$(grep -m1 '^# nccl-tests version' "$log" | sed 's/^# //' || true)
-printf '{\n "schema": "basp-measurements",\n "schema_version": 1,\n "command": "nccl-tests",\n'
-printf ' "provenance": "%s",\n' "$(json_text "$provenance${version:+ ($version)}")"
-printf ' "hardware": {"description": "%s"},\n' "$(json_text "$hardware")"
-printf ' "config": {"ranks": %s},\n "results": [\n' "$ranks"
 # Data rows: size count type redop root time algbw busbw #wrong (out-of-place), then in-place.
-awk -v keep="$tests" '
+# Made first, so that a log without the tests asked for writes nothing on stdout.
+rows=$(awk -v keep="$tests" '
   BEGIN { n = split(keep, k, ","); for (i = 1; i <= n; ++i) want[k[i]] = 1 }
   /Collective test starting:/ { test = $NF; sub(/_perf$/, "", test); next }
   /^#/ || NF < 9 { next }
@@ -32,6 +29,9 @@ awk -v keep="$tests" '
     printf "%s  {\"op\": \"%s\", \"size_bytes\": %s, \"time_s\": %.9g, \"algbw_GBps\": %s, \"busbw_GBps\": %s}",
            (rows++ ? ",\n" : ""), test, $1, $6 * 1e-6, $7, $8
   }
-  END { printf "\n"; if (!rows) { print "nccl-tests-json: no rows of the tests asked for" > "/dev/stderr"; exit 2 } }
-' "$log"
-printf ' ]\n}\n'
+  END { if (!rows) { print "nccl-tests-json: no rows of the tests asked for (" keep ")" > "/dev/stderr"; exit 2 } }
+' "$log") || exit 2
+printf '{\n "schema": "basp-measurements",\n "schema_version": 1,\n "command": "nccl-tests",\n'
+printf ' "provenance": "%s",\n' "$(json_text "$provenance${version:+ ($version)}")"
+printf ' "hardware": {"description": "%s"},\n' "$(json_text "$hardware")"
+printf ' "config": {"ranks": %s},\n "results": [\n%s\n ]\n}\n' "$ranks" "$rows"

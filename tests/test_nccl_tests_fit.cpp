@@ -156,3 +156,26 @@ TEST_CASE("the shipped DGX H100 calibration is the fit of its published nccl-tes
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(r.out).at("busbw_Bps").get<double>() == Approx(348.03e9).epsilon(0.05));
 }
+
+TEST_CASE("scripts/nccl-tests-json.sh turns an nccl-tests log into rows the fit reads") {
+  const std::string script = std::string(BASP_DATA_DIR) + "/scripts/nccl-tests-json.sh";
+  basp::test::TempFile out("", ".json");
+  // The log holds all_reduce_perf, then all_gather_perf: the default keeps the all-gather only.
+  const auto r = basp::test::run_command(script + " " + BASP_TEST_DATA + "/nccl-tests-10node.log 80 " +
+                                         "'a \"quoted\" source' '10 x 8 H100' > " + out.path + " 2>&1");
+  REQUIRE(r.code == 0);
+  const Measurements m = read_measurements({out.path});
+  REQUIRE(m.comm.size() == 10);
+  for (const CommSample& s : m.comm) CHECK((s.op == CollectiveOp::allgather && s.ranks == 80));
+  // The log's first and last rows: 33553920 B in 682.20 us, 17179868160 B in 52314.1 us.
+  CHECK(m.comm.front().size_bytes == 33553920);
+  CHECK(m.comm.front().time_s == Approx(682.20e-6).epsilon(1e-9));
+  CHECK(m.comm.back().size_bytes == 17179868160.0);
+  CHECK(m.comm.back().time_s == Approx(52314.1e-6).epsilon(1e-9));
+  CHECK_THAT(m.sources[0].provenance, Catch::Contains("a \"quoted\" source") && Catch::Contains("nccl-tests version 2.17.8"));
+  // Asked for a test the log lacks, or a bad rank count: exit 2 and a message.
+  CHECK(basp::test::run_command(script + " " + BASP_TEST_DATA + "/nccl-tests-10node.log 80 s h alltoall 2>&1").code == 2);
+  const auto bad = basp::test::run_command(script + " " + BASP_TEST_DATA + "/nccl-tests-10node.log x s h 2>&1");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("RANKS"));
+}
