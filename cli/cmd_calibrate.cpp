@@ -196,9 +196,8 @@ int run_calibrate(const CalibrateArgs& a) {
   const Topology topo = a.topo.load();
   const fitting::Measurements m = fitting::read_measurements(a.measurements);
   if (!m.steps.empty()) return run_step_calibrate(a, topo, m);
-  if (!a.start.empty() || !a.fit.empty())
-    throw InputError("", 0, a.start.empty() ? "--fit" : "--start",
-                     "applies to step-level figures (a step measurements file) only");
+  if (!a.start.empty())
+    throw InputError("", 0, "--start", "applies to step-level figures (a step measurements file) only");
   if (m.comm.empty() && m.compute.empty())
     throw InputError("", 0, "--measurements",
                      "no collective or compute runs in these files: give the JSON of "
@@ -207,7 +206,7 @@ int run_calibrate(const CalibrateArgs& a) {
   std::optional<fitting::LinkFit> links;
   std::optional<fitting::ComputeFit> compute;
   if (!m.comm.empty()) {
-    links = fitting::fit_links(topo, Calibration{}, m.comm);
+    links = fitting::fit_links(topo, Calibration{}, m.comm, a.fit);
     if (!links->converged)
       std::cerr << "basp: warning: the link fit stopped after " << links->iterations
                 << " iterations without converging; check the residuals before using the file\n";
@@ -274,8 +273,9 @@ void add_calibrate_command(CLI::App& app, Chosen& chosen) {
                   "Step figures: calibration (NAME or FILE) to start from; parameters not fitted keep "
                   "its values (default: none, the documented defaults)");
   cmd->add_option("--fit", args->fit,
-                  "Step figures: parameters to fit, by name or prefix (links.nic.efficiency, compute, "
-                  "...); default: all")
+                  "Parameters to fit, by name or prefix (links.nic.efficiency, software, compute, ...): "
+                  "the others keep the start's or the topology's values; default: all (compute runs: "
+                  "always all compute efficiencies)")
       ->delimiter(',');
   args->format.add_to(*cmd);
   cmd->callback([args, &chosen] {

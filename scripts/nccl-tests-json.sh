@@ -4,30 +4,35 @@
 set -euo pipefail
 usage() {
   cat >&2 <<'EOF'
-usage: scripts/nccl-tests-json.sh LOG RANKS "PROVENANCE" "HARDWARE" [TESTS] > out.json
+usage: scripts/nccl-tests-json.sh LOG RANKS "PROVENANCE" "HARDWARE" [TESTS [MIN_BYTES]] > out.json
   LOG         nccl-tests output (one or more tests, e.g. all_gather_perf then alltoall_perf)
   RANKS       ranks of the run (nodes x GPUs per node): the topology's first RANKS GPUs stand for them
   PROVENANCE  where the log comes from (repository, path, commit; or who ran it, when, versions)
   HARDWARE    the cluster in words (GPU, nodes, NICs)
-  TESTS       comma-separated tests to keep (default alltoall,all_gather,reduce_scatter)
+  TESTS       comma-separated tests to keep (default alltoall,all_gather,reduce_scatter); a log of
+              older nccl-tests without "Collective test starting" lines is one test: name it alone
+  MIN_BYTES   leave out smaller sizes (default 1)
 EOF
   exit 2
 }
-[[ $# -ge 4 && $# -le 5 ]] || usage
-log=$1 ranks=$2 provenance=$3 hardware=$4 tests=${5:-alltoall,all_gather,reduce_scatter}
+[[ $# -ge 4 && $# -le 6 ]] || usage
+log=$1 ranks=$2 provenance=$3 hardware=$4 tests=${5:-alltoall,all_gather,reduce_scatter} min_bytes=${6:-1}
 [[ -r $log ]] || { echo "nccl-tests-json: cannot read $log" >&2; exit 2; }
 [[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "nccl-tests-json: RANKS must be a whole number >= 1, got '$ranks'" >&2; exit 2; }
+[[ $min_bytes =~ ^[0-9]+$ ]] || { echo "nccl-tests-json: MIN_BYTES must be a whole number, got '$min_bytes'" >&2; exit 2; }
 json_text() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 version=$(grep -m1 '^# nccl-tests version' "$log" | sed 's/^# //' || true)
-# Data rows: size count type redop root time algbw busbw #wrong (out-of-place), then in-place.
+# Data rows: size count type [redop root] then time algbw busbw #wrong out-of-place and the same
+# in-place: the out-of-place time is the 8th field from the end, whichever columns the version
+# prints (older ones have no root column and leave redop blank for all-to-all).
 # Made first, so that a log without the tests asked for writes nothing on stdout.
-rows=$(awk -v keep="$tests" '
-  BEGIN { n = split(keep, k, ","); for (i = 1; i <= n; ++i) want[k[i]] = 1 }
+rows=$(awk -v keep="$tests" -v min="$min_bytes" '
+  BEGIN { n = split(keep, k, ","); for (i = 1; i <= n; ++i) want[k[i]] = 1; if (n == 1) test = k[1] }
   /Collective test starting:/ { test = $NF; sub(/_perf$/, "", test); next }
-  /^#/ || NF < 9 { next }
-  test in want && $1 ~ /^[0-9]+$/ {
+  /^#/ || NF < 10 { next }
+  test in want && $1 ~ /^[0-9]+$/ && $1 + 0 >= min + 0 && $1 + 0 > 0 {
     printf "%s  {\"op\": \"%s\", \"size_bytes\": %s, \"time_s\": %.9g, \"algbw_GBps\": %s, \"busbw_GBps\": %s}",
-           (rows++ ? ",\n" : ""), test, $1, $6 * 1e-6, $7, $8
+           (rows++ ? ",\n" : ""), test, $1, $(NF - 7) * 1e-6, $(NF - 6), $(NF - 5)
   }
   END { if (!rows) { print "nccl-tests-json: no rows of the tests asked for (" keep ")" > "/dev/stderr"; exit 2 } }
 ' "$log") || exit 2

@@ -117,7 +117,8 @@ std::string calibration_yaml(const CalibrationDocument& d) {
     else
       o << "no compute runs: compute\n  efficiencies keep the documented defaults. ";
     o << "Parameters marked free: false could not be\n"
-         "  told apart by these runs and keep the topology's (or default) value.\n";
+         "  told apart by these runs, or were not named by --fit, and keep the topology's (or default)\n"
+         "  value.\n";
     if (d.links) link_and_software_values(o, d.links->calibration);
     if (d.compute && compute_runs > 0) compute_values(o, d.compute->efficiency, d.compute->memory_fitted);
   }

@@ -56,8 +56,16 @@ Calibration with(const Calibration& base, const std::vector<Param>& ps, const Ei
 }
 }  // namespace
 
-LinkFit fit_links(const Topology& topo, const Calibration& start,
-                  const std::vector<CommSample>& all_samples) {
+bool selected_parameter(const std::string& name, const std::vector<std::string>& fit) {
+  if (fit.empty()) return true;
+  for (const std::string& f : fit)
+    if (name == f || (name.size() > f.size() && name.compare(0, f.size(), f) == 0 && name[f.size()] == '.'))
+      return true;
+  return false;
+}
+
+LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& all_samples,
+                  const std::vector<std::string>& fit_only) {
   const int gpus = int(topo.gpus.size());
   std::vector<CommSample> samples;
   for (const CommSample& s : all_samples)
@@ -106,6 +114,28 @@ LinkFit fit_links(const Topology& topo, const Calibration& start,
     ps.push_back({Kind::latency, cls, name + ".latency"});
     x0.push_back(std::log(std::max(start.links[c].latency_s.value_or(latency / std::max(n, 1)), 1e-9)));
   }
+  // Parameters left out by `fit_only` keep the start's (or the topology's) value and are reported held.
+  std::vector<FittedParameter> not_asked;
+  for (const std::string& f : fit_only) {
+    bool known = false;
+    for (const Param& p : ps) known = known || selected_parameter(p.name, {f});
+    if (!known) {
+      std::string names;
+      for (const Param& p : ps) names += (names.empty() ? "" : ", ") + p.name;
+      throw InputError("", 0, "--fit", "'" + f + "' names no parameter of this fit; they are " + names);
+    }
+  }
+  for (std::size_t i = ps.size(); i-- > 0;) {
+    if (selected_parameter(ps[i].name, fit_only)) continue;
+    const double u = x0[i];
+    const double value = ps[i].kind == Kind::efficiency
+                             ? start.links[int(ps[i].cls)].efficiency.value_or(1.0)
+                             : std::exp(u);
+    not_asked.insert(not_asked.begin(), {ps[i].name, value, std::nan(""), false});
+    ps.erase(ps.begin() + long(i));
+    x0.erase(x0.begin() + long(i));
+  }
+  if (ps.empty()) throw InputError("", 0, "--fit", "names no parameter to fit");
   const auto residuals = [&](const Eigen::VectorXd& x) {
     const Calibration c = with(start, ps, x);
     Eigen::VectorXd r(long(samples.size()));
@@ -144,7 +174,10 @@ LinkFit fit_links(const Topology& topo, const Calibration& start,
     }
     out.parameters.push_back(p);
   }
-  if (!any_bandwidth)
+  out.parameters.insert(out.parameters.end(), not_asked.begin(), not_asked.end());
+  const bool bandwidth_asked =
+      std::any_of(ps.begin(), ps.end(), [](const Param& p) { return p.kind == Kind::efficiency; });
+  if (bandwidth_asked && !any_bandwidth)
     throw InputError("", 0, "--measurements",
                      "no run is large enough for its time to depend on bandwidth: measure up to "
                      "64 MiB or more per rank (basp-validate comm -e 64M)");

@@ -33,7 +33,13 @@ struct LinkFit {
 // simulator has no time for them; a real one copies locally). Throws InputError when the samples cannot
 // determine a bandwidth (too few sizes, no run large enough to be bandwidth-bound, ranks beyond the
 // topology's GPUs).
-LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& samples);
+// `fit_only`: parameter names or prefixes (links.nic, software) to fit; the others keep `start`'s
+// or the topology's values (empty: all). An unknown name is an InputError listing the names.
+LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& samples,
+                  const std::vector<std::string>& fit_only = {});
+
+// Whether `name` is one of `fit` or under one of its prefixes (empty `fit`: every name).
+bool selected_parameter(const std::string& name, const std::vector<std::string>& fit);
 
 // The simulated time of one measured collective under a calibration.
 double predict_collective(const Topology& topo, const Calibration& cal, const CommSample& s);

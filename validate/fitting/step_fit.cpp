@@ -10,6 +10,7 @@
 #include "gpu_kind.hpp"
 #include "input_error.hpp"
 #include "least_squares.hpp"
+#include "link_fit.hpp"
 #include "step_run.hpp"
 #include "topology_file.hpp"
 #include "transforms.hpp"
@@ -43,14 +44,6 @@ std::vector<Param> all_params(const Topology& topo) {
                 "compute.attention_backward"});
   ps.push_back({ParamKind::compute, LinkClass::fabric, &ComputeEfficiency::memory, "compute.memory"});
   return ps;
-}
-
-bool selected(const std::string& name, const std::vector<std::string>& fit) {
-  if (fit.empty()) return true;
-  for (const std::string& f : fit)
-    if (name == f || (name.size() > f.size() && name.compare(0, f.size(), f) == 0 && name[f.size()] == '.'))
-      return true;
-  return false;
 }
 
 double start_value(const Param& p, const Calibration& start, const Topology& topo) {
@@ -199,7 +192,7 @@ StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides
   const std::vector<Param> every = all_params(topo);
   for (const std::string& f : fit) {
     bool known = false;
-    for (const Param& p : every) known = known || selected(p.name, {f});
+    for (const Param& p : every) known = known || selected_parameter(p.name, {f});
     if (!known) {
       std::string names;
       for (const Param& p : every) names += (names.empty() ? "" : ", ") + p.name;
@@ -210,7 +203,7 @@ StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides
   std::vector<double> x0;
   std::vector<double> out_predicted_at_start;
   for (const Param& p : every)
-    if (selected(p.name, fit)) ps.push_back(p), x0.push_back(to_solver(p, start_value(p, start, topo)));
+    if (selected_parameter(p.name, fit)) ps.push_back(p), x0.push_back(to_solver(p, start_value(p, start, topo)));
   if (m.steps.size() < ps.size())
     throw InputError("", 0, "--fit",
                      std::to_string(m.steps.size()) + " step figures cannot determine " +
