@@ -33,6 +33,14 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
   app.add_option("--zero-group", a.zero_group,
                  "Shard within groups of M ranks, replicate and all-reduce across them (hpZ/HSDP; 0 = all ranks)")
       ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+  app.add_option("--zero-bucket", a.zero_bucket,
+                 "ZeRO-3: gradient elements reduce-scattered at a time (DeepSpeed's reduce_bucket_size; 0 = every "
+                 "module's gradients at once)")
+      ->capture_default_str();
+  app.add_option("--zero-persistence", a.zero_persistence,
+                 "ZeRO-3: tensors of fewer elements stay whole on every rank, never gathered (DeepSpeed's "
+                 "stage3_param_persistence_threshold)")
+      ->capture_default_str();
   app.add_flag("--checkpointing", a.checkpointing, "Full activation checkpointing (recomputes each layer's forward)");
   app.add_option("--calibration", a.calibration,
                  "Calibration name or file (default: the topology's own; 'none': documented defaults)");
@@ -124,6 +132,8 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.placement = a.placement == "strided" ? Placement::strided : Placement::contiguous;
   c.zero = a.zero;
   c.zero_group = a.zero_group;
+  c.zero_reduce_bucket = a.zero_bucket;
+  c.zero_persistence = a.zero_persistence;
   c.checkpointing = a.checkpointing;
   c.calibration = a.calibration;
   c.replica_batch = a.replica_batch;

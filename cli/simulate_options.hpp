@@ -25,6 +25,8 @@ struct SimulateArgs {
   std::string placement = "contiguous";
   int zero = 3;
   int zero_group = 0;
+  double zero_bucket = 5e8;
+  double zero_persistence = 1e5;
   bool checkpointing = false;
   std::string calibration;
   int replica_batch = 1;

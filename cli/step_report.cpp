@@ -81,6 +81,8 @@ nlohmann::ordered_json config_json(const StepReport& r) {
           {"placement", c.placement == Placement::strided ? "strided" : "contiguous"},
           {"zero", c.zero},
           {"zero_group", c.zero_group},
+          {"zero_reduce_bucket_elements", c.zero_reduce_bucket},
+          {"zero_persistence_threshold_elements", c.zero_persistence},
           {"checkpointing", c.checkpointing},
           {"precision", "bf16"},
           {"replica_batch", c.replica_batch},

@@ -2,6 +2,9 @@
 // and norm), so the file's published count checks the shape fields.
 #include "model.hpp"
 
+#include <utility>
+#include <vector>
+
 #include "data_files.hpp"
 #include "input_error.hpp"
 #include "yaml_fields.hpp"
@@ -18,6 +21,19 @@ double layer_parameters(const ModelSpec& m) {
   const double mlp = (m.ffn_kind == FfnKind::swiglu ? 3.0 : 2.0) * d * m.ffn;
   const double norms = (m.norm == NormKind::rmsnorm ? 2.0 : 4.0) * d;
   return attention + mlp + norms;
+}
+
+double layer_parameters_at_least(const ModelSpec& m, double elements) {
+  const double q = m.q_width(), kv = m.kv_width(), d = m.hidden, dh = double(m.head_dim);
+  const double matrices = (m.ffn_kind == FfnKind::swiglu ? 3.0 : 2.0);
+  const std::vector<std::pair<double, double>> tensors = {  // {elements, how many}
+      {d * q, 1}, {d * kv, 2}, {q * d, 1}, {d * double(m.ffn), matrices},
+      {m.qkv_bias ? q : 0, 1}, {m.qkv_bias ? kv : 0, 2}, {m.qk_norm ? dh : 0, 2},
+      {d, m.norm == NormKind::rmsnorm ? 2.0 : 4.0}};
+  double sum = 0;
+  for (const auto& [size, count] : tensors)
+    if (size >= elements) sum += size * count;
+  return sum;
 }
 
 double embedding_parameters(const ModelSpec& m) {

@@ -31,6 +31,8 @@ struct ModelSpec {
 
 // Parameters of one transformer layer (attention, MLP, norms).
 double layer_parameters(const ModelSpec& m);
+// Of them, those in tensors of at least `elements` elements (ZeRO-3 keeps smaller ones whole).
+double layer_parameters_at_least(const ModelSpec& m, double elements);
 // The embedding table and, when untied, the LM head; the final norm.
 double embedding_parameters(const ModelSpec& m);
 double total_parameters(const ModelSpec& m);

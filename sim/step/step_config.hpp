@@ -25,6 +25,11 @@ struct StepConfig {
   Placement placement = Placement::contiguous;  // BASP groups inside an SP group
   int zero = 3;            // ZeRO stage 0..3
   int zero_group = 0;      // ranks a ZeRO shard spans (hpZ / HSDP); 0: all G ranks
+  // ZeRO-3 as DeepSpeed runs it (docs/cost-model.md): gradients reduce-scattered a bucket of this
+  // many elements at a time (reduce_bucket_size; 0: every module's at once), tensors under the
+  // persistence threshold (stage3_param_persistence_threshold) kept whole, never gathered.
+  double zero_reduce_bucket = 5e8;
+  double zero_persistence = 1e5;
   bool checkpointing = false;  // full activation checkpointing: recompute each layer's forward
   std::string calibration;     // "": the topology's own; "none": documented defaults
   int replica_batch = 1;       // sp-dp: sequences per replica (B gives the paper's foil)

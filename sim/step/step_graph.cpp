@@ -62,29 +62,41 @@ class StepBuilder {
     const bool zero3 = zero_.stage == 3;
     // Forward: embedding, layers, LM head; gathers run one module ahead of the compute.
     std::vector<TaskId> started;  // per rank: the module that a prefetch may run ahead of has begun
-    auto begin_module = [&](double parameters, int layer, std::uint8_t pass) {
-      if (zero3) gather(parameters, layer, pass, started);
+    auto begin_module = [&](double gathered, int layer, std::uint8_t pass) {
+      if (zero3 && gathered > 0) gather(gathered, layer, pass, started);
       started = compute_;
     };
-    begin_module(costs_.embedding_parameters, -1, forward);
+    // ZeRO-3 reduces a bucket once the next module's gradients would overflow it (DeepSpeed's
+    // reduce_bucket_size), the other stages every module's at once.
+    double bucket = 0;
+    auto gradients_ready = [&](double parameters, int layer) {
+      if (!zero3 || !(zero_.reduce_bucket_elements > 0)) return reduce_gradients(parameters, layer);
+      if (bucket > 0 && bucket + parameters > zero_.reduce_bucket_elements) {
+        reduce_gradients(bucket, layer);
+        bucket = 0;
+      }
+      bucket += parameters;
+    };
+    begin_module(costs_.embedding_gathered, -1, forward);
     compute(Label::embedding, -1, forward, costs_.embedding[0]);
     for (int layer = 0; layer < layers; ++layer) {
-      begin_module(costs_.layer_parameters, layer, forward);
+      begin_module(costs_.layer_gathered, layer, forward);
       layer_forward(layer, forward);
     }
-    begin_module(costs_.head_parameters, -1, forward);
+    begin_module(costs_.head_gathered, -1, forward);
     compute(Label::lm_head, -1, forward, costs_.lm_head[0]);
     // Backward: the head's parameters are still resident; layers are gathered again in reverse.
     compute(Label::lm_head, -1, backward, costs_.lm_head[1]);
-    reduce_gradients(costs_.head_gradients, -1);
+    gradients_ready(costs_.head_gradients, -1);
     for (int layer = layers - 1; layer >= 0; --layer) {
-      begin_module(costs_.layer_parameters, layer, backward);
+      begin_module(costs_.layer_gathered, layer, backward);
       if (checkpointing) layer_forward(layer, recompute);
       layer_backward(layer);
-      reduce_gradients(costs_.layer_parameters, layer);
+      gradients_ready(costs_.layer_parameters, layer);
     }
     compute(Label::embedding, -1, backward, costs_.embedding[1]);  // a scatter-add: needs no weights
-    reduce_gradients(costs_.embedding_parameters, -1);
+    gradients_ready(costs_.embedding_parameters, -1);
+    if (bucket > 0) reduce_gradients(bucket, -1);  // what is left, once backward is done
     // Optimizer once every gradient is reduced; ZeRO-1/2 then gather the updated weights.
     join(reduce_);
     compute(Label::optimizer, -1, forward, costs_.optimizer);
@@ -269,6 +281,10 @@ StepCosts step_costs(const CostModel& cost, const Layout& l, const ZeroPlan& zer
   c.embedding_parameters = table;
   c.head_parameters = table + final_norm;  // tied: the shared table is gathered again for the head
   c.head_gradients = (m.tied_embeddings ? 0.0 : table) + final_norm;
+  const auto kept = [&](double elements) { return elements >= zero.persistence_threshold ? elements : 0.0; };
+  c.layer_gathered = layer_parameters_at_least(m, zero.persistence_threshold);
+  c.embedding_gathered = kept(table);
+  c.head_gathered = kept(table) + kept(final_norm);
   const double shard = zero.stage == 0 ? 1.0 : zero.shard_ranks;
   c.optimizer = cost.optimizer(total_parameters(m) / shard);
   for (int pass = 0; pass < 2; ++pass)

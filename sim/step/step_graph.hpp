@@ -40,13 +40,19 @@ struct Span {
 struct ZeroPlan {
   int stage = 3;
   int shard_ranks = 1;  // M: ranks one shard group spans (contiguous); G/M replicas all-reduce
+  // ZeRO-3 as DeepSpeed runs it, with DeepSpeed's defaults (docs/cost-model.md): gradients are
+  // reduce-scattered a bucket of this many elements at a time, and tensors of fewer elements than
+  // the persistence threshold stay whole on every rank (never gathered).
+  double reduce_bucket_elements = 5e8;
+  double persistence_threshold = 1e5;
 };
 
 // Per-rank compute costs of the step's pieces (ranks of one layout all do the same work).
 struct StepCosts {
   Work embedding[2], pre_attention[2], post_attention[2], attention_block[2], lm_head[2];  // [forward, backward]
   Work optimizer;
-  double layer_parameters = 0, embedding_parameters = 0, head_parameters = 0;  // gathered per module
+  double layer_parameters = 0, embedding_parameters = 0, head_parameters = 0;  // per module
+  double layer_gathered = 0, embedding_gathered = 0, head_gathered = 0;  // of them, what ZeRO-3 gathers
   double head_gradients = 0;  // parameters whose gradients the LM head module reduces
   double model_flops = 0;     // per rank per step, without recomputation (what MFU counts)
 };

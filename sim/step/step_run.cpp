@@ -14,6 +14,7 @@
 #include "units.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -221,7 +222,7 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   StepReport& rep = setup.report;
   StepConfig& c = rep.config;
   resolve_job(c, rep);
-  const ZeroPlan zero{c.zero, c.zero_group};
+  const ZeroPlan zero{c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   RunCache cache;
   const bool parts = use_parts(rep, c);
@@ -308,6 +309,10 @@ void resolve_job(StepConfig& c, int available, const std::string& topology) {
                                                 std::to_string(c.gpus) + " GPUs");
   if (c.zero == 0 && c.zero_group != c.gpus)
     throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
+  if (!(c.zero_reduce_bucket >= 0) || !std::isfinite(c.zero_reduce_bucket))
+    throw InputError("", 0, "--zero-bucket", "must be a number of elements, 0 or more (DeepSpeed's default 5e8)");
+  if (!(c.zero_persistence >= 0) || !std::isfinite(c.zero_persistence))
+    throw InputError("", 0, "--zero-persistence", "must be a number of elements, 0 or more (DeepSpeed's default 1e5)");
   if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
   if (c.accumulation < 1) throw InputError("", 0, "--accumulation", "must be at least 1 micro-step");
   const Stragglers& s = c.stragglers;
@@ -334,7 +339,7 @@ auto on_setup(const StepSetup& setup, const StepConfig& config, RunCache& cache,
   StepConfig c = config;
   resolve_job(c, setup.report);
   const StepReport& rep = setup.report;
-  const ZeroPlan zero{c.zero, c.zero_group};
+  const ZeroPlan zero{c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence};
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   const StepOptions options;
   return job(Run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, use_parts(rep, c)});
