@@ -326,7 +326,8 @@ void add_plan_command(CLI::App& app, Chosen& chosen) {
                   "counts the runtime's reserve)");
   sub->add_option("--sim-memory", a->simulation_memory,
                   "Host memory the simulations running at once may use, by estimate, e.g. 16GiB (default: 3/4 of "
-                  "this machine's memory); a layout whose simulation alone needs more is listed, not simulated");
+                  "this machine's memory, or of its memory cgroup's limit when lower); a layout whose simulation "
+                  "alone needs more is listed, not simulated");
   sub->add_option("--strategy,-s", a->strategies, "Strategies to search: ulysses, basp, sp-dp, ring, usp")
       ->delimiter(',')->check(CLI::IsMember({"ulysses", "basp", "sp-dp", "ring", "usp"}))->capture_default_str();
   sub->add_option("--calibration", a->calibration,

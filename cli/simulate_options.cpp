@@ -72,7 +72,8 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
   app.add_option("--seed", a.seed, "Which GPUs and links are slow, and the jitter's draws")->capture_default_str();
   app.add_option("--sim-memory", a.sim_memory,
                  "Host memory one strategy's simulation may hold, by estimate, e.g. 16GiB (default: 3/4 of this "
-                 "machine's memory); a larger scenario is refused before it is built");
+                 "machine's memory, or of its memory cgroup's limit when lower); a larger scenario is refused "
+                 "before it is built");
 }
 
 namespace {

@@ -288,3 +288,16 @@ TEST_CASE("step: gradient accumulation runs the optimizer once per global batch"
   c.accumulation = 0;
   CHECK_THROWS_AS(simulate_step(c), InputError);
 }
+
+TEST_CASE("host memory: a memory cgroup's limit is read from v2, else v1; unlimited is none") {
+  basp::test::TempFile v2_limited("4294967296\n", ".max"), v2_max("max\n", ".max"),
+      v1_limited("2147483648\n", ".limit"), v1_none("9223372036854771712\n", ".limit"), bad("lots\n", ".max");
+  const std::string missing = v2_max.path + ".missing";
+  CHECK(cgroup_memory_limit_bytes(v2_limited.path, v1_limited.path) == 4294967296.0);  // v2 first
+  CHECK(cgroup_memory_limit_bytes(missing, v1_limited.path) == 2147483648.0);
+  CHECK_FALSE(cgroup_memory_limit_bytes(v2_max.path, v1_limited.path));  // v2 says: no limit
+  CHECK_FALSE(cgroup_memory_limit_bytes(missing, v1_none.path));          // v1's "no limit"
+  CHECK_FALSE(cgroup_memory_limit_bytes(bad.path, v1_limited.path));
+  CHECK_FALSE(cgroup_memory_limit_bytes(missing, missing));
+  CHECK(host_memory_budget_bytes() > 0);
+}

@@ -15,6 +15,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <cstdlib>
+#include <optional>
+#include <fstream>
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -275,10 +279,29 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
 }
 }  // namespace
 
+std::optional<double> cgroup_memory_limit_bytes(const std::string& v2_max, const std::string& v1_limit) {
+  for (const std::string& path : {v2_max, v1_limit}) {
+    std::ifstream in(path);
+    std::string text;
+    if (!(in >> text)) continue;
+    if (text == "max") return std::nullopt;  // v2: no limit
+    char* end = nullptr;
+    const double bytes = std::strtod(text.c_str(), &end);
+    // v1 writes "no limit" as the largest page-aligned 64-bit value (about 9.2e18).
+    if (end != text.c_str() && *end == '\0' && bytes > 0 && bytes < 1e18) return bytes;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 double host_memory_budget_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return 8.0 * (1L << 30);  // not reported: 8 GiB
-  return 0.75 * double(pages) * double(page);
+  double bytes = pages > 0 && page > 0 ? double(pages) * double(page) : 8.0 * (1L << 30) / 0.75;  // not reported: 8 GiB
+  // In a container the cgroup's limit, not the machine's memory, is what the process may use.
+  if (const auto limit = cgroup_memory_limit_bytes("/sys/fs/cgroup/memory.max",
+                                                   "/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+    bytes = std::min(bytes, *limit);
+  return 0.75 * bytes;
 }
 
 StepReport simulate_step(const StepConfig& in, const StepOptions& options) {

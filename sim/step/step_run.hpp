@@ -96,9 +96,13 @@ struct StepOptions {
   EngineProgress* engine_progress = nullptr;
 };
 
-// 3/4 of this machine's physical memory: room for the process, the topology and the page cache
-// besides the engines (8 GiB where the system does not say).
+// 3/4 of this machine's physical memory, or of the memory cgroup's limit where that is lower
+// (containers): room for the process, the topology and the page cache besides the engines
+// (8 GiB where the system does not say).
 double host_memory_budget_bytes();
+// A memory cgroup's limit from its v2 `memory.max` file, else its v1 `memory.limit_in_bytes`
+// file (the first that can be read); none when unlimited or unreadable.
+std::optional<double> cgroup_memory_limit_bytes(const std::string& v2_max, const std::string& v1_limit);
 
 // Throws InputError for bad input (exit 2).
 StepReport simulate_step(const StepConfig& config, const StepOptions& options = {});
