@@ -289,7 +289,7 @@ TEST_CASE("step: gradient accumulation runs the optimizer once per global batch"
   CHECK_THROWS_AS(simulate_step(c), InputError);
 }
 
-TEST_CASE("host memory: a memory cgroup's limit is read from v2, else v1; unlimited is none") {
+TEST_CASE("host memory: a memory cgroup's limit is read from v2, else v1, and unlimited is none") {
   basp::test::TempFile v2_limited("4294967296\n", ".max"), v2_max("max\n", ".max"),
       v1_limited("2147483648\n", ".limit"), v1_none("9223372036854771712\n", ".limit"), bad("lots\n", ".max");
   const std::string missing = v2_max.path + ".missing";
