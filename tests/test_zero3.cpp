@@ -40,20 +40,23 @@ TEST_CASE("ZeRO-3: tensors under the persistence threshold are not gathered") {
 TEST_CASE("ZeRO-3: gradients are reduce-scattered a DeepSpeed bucket at a time") {
   // Backward produces, in order: the head's (tied embeddings: the final norm, 2048), 16 layers of
   // 60,821,504 and the embedding table, 128256 x 2048 = 262,668,288. A bucket of 5e8 elements is
-  // reduced when the next module would overflow it: 2048 + 8 layers = 486.6M, the 9th would make
-  // 547.4M, so the first call follows layer 7's backward; layers 7..0 (486.6M) plus the table
-  // would make 749.2M, so the second follows the embedding's backward, and the table alone is the
-  // third, once backward is done.
-  CHECK(reduce_scatter_layers("") == std::vector<int>{7, -1, -1});
-  // A bucket of 1.3e8 holds two layers (121.6M; three would be 182.5M): calls after layers 13, 11,
-  // ..., 1 (the head's 2048 rides with layers 15 and 14), then layers 1 and 0 (121.6M) and the
-  // table (262.7M), each on its own.
-  CHECK(reduce_scatter_layers("--zero-bucket 1.3e8") == std::vector<int>{13, 11, 9, 7, 5, 3, 1, -1, -1});
+  // reduced just before the backward of the module that would overflow it, labelled with the last
+  // module it holds: 2048 + 8 layers = 486.6M, the 9th would make 547.4M, so the first call holds
+  // layers 15..8; layers 7..0 (486.6M) plus the table would make 749.2M, so the second holds 7..0
+  // and goes before the embedding's backward; the table (under 5e8) is the third, once backward is done.
+  CHECK(reduce_scatter_layers("") == std::vector<int>{8, 0, -1});
+  // A bucket of 1.3e8 holds two layers (121.6M; three would be 182.5M): calls holding 15-14 (with
+  // the head's 2048), 13-12, ..., 1-0, then the table, larger than the bucket on its own, right
+  // after its backward.
+  CHECK(reduce_scatter_layers("--zero-bucket 1.3e8") == std::vector<int>{14, 12, 10, 8, 6, 4, 2, 0, -1});
   // Bucket 0: every module's gradients at once, as stages 1 and 2 do: the head, 16 layers, the table.
   std::vector<int> each = {-1};
   for (int l = 15; l >= 0; --l) each.push_back(l);
   each.push_back(-1);
   CHECK(reduce_scatter_layers("--zero-bucket 0") == each);
+  // A bucket of 1 element: every module overflows it alone and is reduced right after its own
+  // backward, exactly as with no bucket.
+  CHECK(reduce_scatter_layers("--zero-bucket 1") == each);
 }
 
 TEST_CASE("ZeRO-3: bad bucket and threshold values are refused with the flag") {

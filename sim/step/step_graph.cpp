@@ -66,16 +66,27 @@ class StepBuilder {
       if (zero3 && gathered > 0) gather(gathered, layer, pass, started);
       started = compute_;
     };
-    // ZeRO-3 reduces a bucket once the next module's gradients would overflow it (DeepSpeed's
-    // reduce_bucket_size), the other stages every module's at once.
+    // ZeRO-3 reduces a bucket (DeepSpeed's reduce_bucket_size) once the module whose backward
+    // comes next would overflow it: DeepSpeed flushes at that module's first gradient, early in its
+    // backward; here just before it, after the previous module's. A module larger than the bucket
+    // is reduced right after its own backward. The other stages reduce every module's at once.
+    const bool bucketed = zero3 && zero_.reduce_bucket_elements > 0;
     double bucket = 0;
+    int bucket_layer = -1;  // the last module in the bucket, which its call is labelled with
+    auto before_backward = [&](double parameters) {
+      if (bucketed && bucket > 0 && bucket + parameters > zero_.reduce_bucket_elements) {
+        reduce_gradients(bucket, bucket_layer);
+        bucket = 0;
+      }
+    };
     auto gradients_ready = [&](double parameters, int layer) {
-      if (!zero3 || !(zero_.reduce_bucket_elements > 0)) return reduce_gradients(parameters, layer);
-      if (bucket > 0 && bucket + parameters > zero_.reduce_bucket_elements) {
+      if (!bucketed) return reduce_gradients(parameters, layer);
+      bucket += parameters;
+      bucket_layer = layer;
+      if (bucket >= zero_.reduce_bucket_elements) {
         reduce_gradients(bucket, layer);
         bucket = 0;
       }
-      bucket += parameters;
     };
     begin_module(costs_.embedding_gathered, -1, forward);
     compute(Label::embedding, -1, forward, costs_.embedding[0]);
@@ -86,14 +97,17 @@ class StepBuilder {
     begin_module(costs_.head_gathered, -1, forward);
     compute(Label::lm_head, -1, forward, costs_.lm_head[0]);
     // Backward: the head's parameters are still resident; layers are gathered again in reverse.
+    before_backward(costs_.head_gradients);
     compute(Label::lm_head, -1, backward, costs_.lm_head[1]);
     gradients_ready(costs_.head_gradients, -1);
     for (int layer = layers - 1; layer >= 0; --layer) {
       begin_module(costs_.layer_gathered, layer, backward);
       if (checkpointing) layer_forward(layer, recompute);
+      before_backward(costs_.layer_parameters);
       layer_backward(layer);
       gradients_ready(costs_.layer_parameters, layer);
     }
+    before_backward(costs_.embedding_parameters);
     compute(Label::embedding, -1, backward, costs_.embedding[1]);  // a scatter-add: needs no weights
     gradients_ready(costs_.embedding_parameters, -1);
     if (bucket > 0) reduce_gradients(bucket, -1);  // what is left, once backward is done
@@ -281,10 +295,11 @@ StepCosts step_costs(const CostModel& cost, const Layout& l, const ZeroPlan& zer
   c.embedding_parameters = table;
   c.head_parameters = table + final_norm;  // tied: the shared table is gathered again for the head
   c.head_gradients = (m.tied_embeddings ? 0.0 : table) + final_norm;
-  const auto kept = [&](double elements) { return elements >= zero.persistence_threshold ? elements : 0.0; };
+  // Tensors under the persistence threshold stay whole on every rank: only the others are gathered.
+  const auto gathered = [&](double elements) { return elements >= zero.persistence_threshold ? elements : 0.0; };
   c.layer_gathered = layer_parameters_at_least(m, zero.persistence_threshold);
-  c.embedding_gathered = kept(table);
-  c.head_gathered = kept(table) + kept(final_norm);
+  c.embedding_gathered = gathered(table);
+  c.head_gathered = gathered(table) + gathered(final_norm);
   const double shard = zero.stage == 0 ? 1.0 : zero.shard_ranks;
   c.optimizer = cost.optimizer(total_parameters(m) / shard);
   for (int pass = 0; pass < 2; ++pass)
