@@ -203,6 +203,18 @@ int run_calibrate(const CalibrateArgs& a) {
                      "no collective or compute runs in these files: give the JSON of "
                      "basp-validate comm and compute, or nccl-tests tables (scripts/nccl-tests-json.sh; "
                      "see docs/calibration.md)");
+  // --fit restricts the link fit; compute runs always fit every compute efficiency.
+  if (!a.fit.empty()) {
+    if (m.comm.empty())
+      throw InputError("", 0, "--fit",
+                       "applies to link fits (basp-validate comm, nccl-tests tables) and step-level figures; "
+                       "compute runs always fit every compute efficiency");
+    for (const std::string& f : a.fit)
+      if (f == "compute" || f.rfind("compute.", 0) == 0)
+        throw InputError("", 0, "--fit",
+                         "'" + f + "': compute runs always fit every compute efficiency; --fit names link "
+                         "and software parameters here");
+  }
   std::optional<fitting::LinkFit> links;
   std::optional<fitting::ComputeFit> compute;
   if (!m.comm.empty()) {
@@ -273,9 +285,9 @@ void add_calibrate_command(CLI::App& app, Chosen& chosen) {
                   "Step figures: calibration (NAME or FILE) to start from; parameters not fitted keep "
                   "its values (default: none, the documented defaults)");
   cmd->add_option("--fit", args->fit,
-                  "Parameters to fit, by name or prefix (links.nic.efficiency, software, compute, ...): "
-                  "the others keep the start's or the topology's values; default: all (compute runs: "
-                  "always all compute efficiencies)")
+                  "Parameters to fit, by name or prefix: link fits (links.nic.efficiency, software, ...) "
+                  "and step figures (also compute, ...); the others keep the start's or the topology's "
+                  "values; default: all. Compute runs always fit every compute efficiency")
       ->delimiter(',');
   args->format.add_to(*cmd);
   cmd->callback([args, &chosen] {

@@ -242,4 +242,48 @@ TEST_CASE("scripts/nccl-tests-json.sh turns an nccl-tests log into rows the fit 
   const auto bad = basp::test::run_command(script + " " + BASP_TEST_DATA + "/nccl-tests-10node.log x s h 2>&1");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Catch::Contains("RANKS"));
+  // An older log (no test lines, no root column) names its one test; its rank lines must agree
+  // with RANKS; a row of other columns is refused with its line.
+  basp::test::TempFile old_log("# nThread 1 nGpus 2 minBytes 1 maxBytes 8 step: 2(factor)\n"
+                               "#   Rank  0 Pid 1 on host device  0 [0x00] A100-SXM4-40GB\n"
+                               "#   Rank  1 Pid 1 on host device  1 [0x00] A100-SXM4-40GB\n"
+                               "     1048576   32768   float   72.95   14.37   12.58    N/A    73.07   14.35   12.56    N/A\n",
+                               ".log");
+  const auto ok_old = basp::test::run_command(script + " " + old_log.path + " 2 s h all_gather 2>&1");
+  REQUIRE(ok_old.code == 0);
+  CHECK_THAT(ok_old.out, Catch::Contains("\"time_s\": 7.295e-05"));
+  const auto wrong_ranks = basp::test::run_command(script + " " + old_log.path + " 8 s h all_gather 2>&1");
+  CHECK(wrong_ranks.code == 2);
+  CHECK_THAT(wrong_ranks.out, Catch::Contains("lists 2 ranks, RANKS says 8"));
+  basp::test::TempFile odd("# Collective test starting: alltoall_perf\n"
+                           "  1048576 262144 float none -1 10.0 1.0 1.0 0 10.0 1.0 1.0 0 extra\n",
+                           ".log");
+  const auto odd_row = basp::test::run_command(script + " " + odd.path + " 8 s h 2>&1");
+  CHECK(odd_row.code == 2);
+  CHECK_THAT(odd_row.out, Catch::Contains("line 2 is not a row"));
+}
+
+TEST_CASE("calibrate cli: --fit restricts a link fit to link and software parameters") {
+  const std::string tables = kH100Tables[0];  // one node: all-gather, reduce-scatter, all-to-all
+  basp::test::TempFile out("", ".yaml");
+  auto r = basp::test::basp_cli("calibrate --topology dgx-h100 --nodes 1 -m " + tables +
+                                " --fit links.nvlink.efficiency --out " + out.path);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const Calibration c = load_calibration(out.path);
+  CHECK(c.links[int(LinkClass::nvlink)].efficiency);
+  CHECK(!c.launch_s);  // not named: left to the topology
+  for (const char* bad : {"--fit compute", "--fit compute.gemm", "--fit links.nvswitch"}) {
+    INFO(bad);
+    r = basp::test::basp_cli("calibrate --topology dgx-h100 --nodes 1 -m " + tables + " " + bad + " --out " + out.path);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("--fit"));
+  }
+  basp::test::TempFile compute_only(R"({"schema":"basp-measurements","schema_version":1,"command":"compute",)"
+                                    R"("config":{},"hardware":{},"results":[{"op":"gemm_qkv","flops":1e12,"median_s":0.01}]})",
+                                    ".json");
+  r = basp::test::basp_cli("calibrate --topology dgx-h100 --nodes 1 -m " + compute_only.path +
+                           " --fit links.nic --out " + out.path);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("compute runs always fit"));
 }
