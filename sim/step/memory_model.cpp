@@ -21,7 +21,10 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Layout& l, const ZeroPl
   if (zero.stage == 3) {
     const double table = double(m.vocab) * m.hidden;
     const double largest = std::max(layer_parameters(m), table);
-    b.prefetch = e * (2 * largest + largest);  // this module and the next gathered, one gradient buffer
+    // DeepSpeed holds its reduce bucket (reduce_bucket_size elements, at most the model) as one
+    // flat buffer; a module larger than the bucket needs its own gradients whole.
+    const double bucket = zero.reduce_bucket_elements > 0 ? std::min(zero.reduce_bucket_elements, p) : 0.0;
+    b.prefetch = e * (2 * largest + std::max(largest, bucket));  // this module and the next gathered
   }
   const double t = l.tokens_per_rank, d = m.hidden, f = m.ffn;
   const double qkv = m.q_width() + 2.0 * m.kv_width();
