@@ -75,7 +75,7 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
     if (s.ranks > gpus)
       throw InputError("", 0, "--measurements",
                        "a run has " + std::to_string(s.ranks) + " ranks but topology '" + topo.name +
-                           "' has " + std::to_string(gpus) + " GPUs");
+                           "' has " + std::to_string(gpus) + " GPUs (a template topology grows with --nodes)");
     sizes.insert(s.size_bytes);
   }
   if (sizes.size() < 3)
