@@ -14,15 +14,15 @@
 #include "units.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <string>
-#include <cstdlib>
-#include <optional>
-#include <fstream>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iterator>
+#include <optional>
 #include <span>
+#include <string>
 #include <tuple>
 #include <unistd.h>
 
