@@ -155,15 +155,19 @@ StepConfig to_step_config(const SimulateArgs& a) {
 
 std::string describe_config(const StepReport& r) {
   const StepConfig& c = r.config;
+  char zero3[160] = "";
+  if (c.zero == 3)
+    std::snprintf(zero3, sizeof zero3, " (reduce buckets of %.3g elements, tensors under %.3g kept whole)",
+                  c.zero_reduce_bucket, c.zero_persistence);
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "# %s on %s: %d of %d GPUs (%d nodes x %d %s), calibration %s\n"
-                "# sequence %ld tokens, micro-batch %d per SP group, SP N=%d, DP %d, ZeRO-%d over %d ranks%s, "
+                "# sequence %ld tokens, micro-batch %d per SP group, SP N=%d, DP %d, ZeRO-%d over %d ranks%s%s, "
                 "bf16, %s\n",
                 r.model.name.c_str(), r.topology().name.c_str(), c.gpus, r.gpus(), r.nodes(),
                 r.topology().gpus_per_node, r.gpu_kind.c_str(), r.calibration.name.c_str(), c.seq, c.batch, c.sp,
                 c.gpus / c.sp, c.zero, c.zero == 0 ? c.gpus : c.zero_group,
-                c.zero > 0 && c.zero_group != c.gpus ? " (replicated across groups)" : "",
+                c.zero > 0 && c.zero_group != c.gpus ? " (replicated across groups)" : "", zero3,
                 c.checkpointing ? "full activation checkpointing" : "no activation checkpointing");
   return buf;
 }
