@@ -20,6 +20,7 @@
 #include "link_fit.hpp"
 #include "measurements.hpp"
 #include "options.hpp"
+#include "parameter_names.hpp"
 #include "step_fit.hpp"
 
 namespace basp::cli {
@@ -210,7 +211,7 @@ int run_calibrate(const CalibrateArgs& a) {
                        "applies to link fits (basp-validate comm, nccl-tests tables) and step-level figures; "
                        "compute runs always fit every compute efficiency");
     for (const std::string& f : a.fit)
-      if (f == "compute" || f.rfind("compute.", 0) == 0)
+      if (fitting::selected_parameter(f, {"compute"}))
         throw InputError("", 0, "--fit",
                          "'" + f + "': compute runs always fit every compute efficiency; --fit names link "
                          "and software parameters here");

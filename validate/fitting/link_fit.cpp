@@ -10,6 +10,7 @@
 #include "collective_run.hpp"
 #include "input_error.hpp"
 #include "least_squares.hpp"
+#include "parameter_names.hpp"
 #include "transforms.hpp"
 
 namespace basp::fitting {
@@ -55,14 +56,6 @@ Calibration with(const Calibration& base, const std::vector<Param>& ps, const Ei
   return c;
 }
 }  // namespace
-
-bool selected_parameter(const std::string& name, const std::vector<std::string>& fit) {
-  if (fit.empty()) return true;
-  for (const std::string& f : fit)
-    if (name == f || (name.size() > f.size() && name.compare(0, f.size(), f) == 0 && name[f.size()] == '.'))
-      return true;
-  return false;
-}
 
 LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& all_samples,
                   const std::vector<std::string>& fit_only) {
@@ -115,27 +108,24 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
     x0.push_back(std::log(std::max(start.links[c].latency_s.value_or(latency / std::max(n, 1)), 1e-9)));
   }
   // Parameters left out by `fit_only` keep the start's (or the topology's) value and are reported held.
+  std::vector<std::string> names;
+  for (const Param& p : ps) names.push_back(p.name);
+  check_parameter_names(fit_only, names);
   std::vector<FittedParameter> not_asked;
-  for (const std::string& f : fit_only) {
-    bool known = false;
-    for (const Param& p : ps) known = known || selected_parameter(p.name, {f});
-    if (!known) {
-      std::string names;
-      for (const Param& p : ps) names += (names.empty() ? "" : ", ") + p.name;
-      throw InputError("", 0, "--fit", "'" + f + "' names no parameter of this fit; they are " + names);
+  std::vector<Param> asked;
+  std::vector<double> asked_x0;
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    if (selected_parameter(ps[i].name, fit_only)) {
+      asked.push_back(ps[i]);
+      asked_x0.push_back(x0[i]);
+    } else {
+      const double value = ps[i].kind == Kind::efficiency ? start.links[int(ps[i].cls)].efficiency.value_or(1.0)
+                                                          : std::exp(x0[i]);
+      not_asked.push_back({ps[i].name, value, std::nan(""), false});
     }
   }
-  for (std::size_t i = ps.size(); i-- > 0;) {
-    if (selected_parameter(ps[i].name, fit_only)) continue;
-    const double u = x0[i];
-    const double value = ps[i].kind == Kind::efficiency
-                             ? start.links[int(ps[i].cls)].efficiency.value_or(1.0)
-                             : std::exp(u);
-    not_asked.insert(not_asked.begin(), {ps[i].name, value, std::nan(""), false});
-    ps.erase(ps.begin() + long(i));
-    x0.erase(x0.begin() + long(i));
-  }
-  if (ps.empty()) throw InputError("", 0, "--fit", "names no parameter to fit");
+  ps = std::move(asked);
+  x0 = std::move(asked_x0);
   const auto residuals = [&](const Eigen::VectorXd& x) {
     const Calibration c = with(start, ps, x);
     Eigen::VectorXd r(long(samples.size()));

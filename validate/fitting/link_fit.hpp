@@ -38,9 +38,6 @@ struct LinkFit {
 LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vector<CommSample>& samples,
                   const std::vector<std::string>& fit_only = {});
 
-// Whether `name` is one of `fit` or under one of its prefixes (empty `fit`: every name).
-bool selected_parameter(const std::string& name, const std::vector<std::string>& fit);
-
 // The simulated time of one measured collective under a calibration.
 double predict_collective(const Topology& topo, const Calibration& cal, const CommSample& s);
 

@@ -10,7 +10,7 @@
 #include "gpu_kind.hpp"
 #include "input_error.hpp"
 #include "least_squares.hpp"
-#include "link_fit.hpp"
+#include "parameter_names.hpp"
 #include "step_run.hpp"
 #include "topology_file.hpp"
 #include "transforms.hpp"
@@ -190,15 +190,9 @@ StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides
                  const Measurements& m, const std::vector<std::string>& fit) {
   const Topology topo = load_topology(topology, overrides, gpu_kind_names());
   const std::vector<Param> every = all_params(topo);
-  for (const std::string& f : fit) {
-    bool known = false;
-    for (const Param& p : every) known = known || selected_parameter(p.name, {f});
-    if (!known) {
-      std::string names;
-      for (const Param& p : every) names += (names.empty() ? "" : ", ") + p.name;
-      throw InputError("", 0, "--fit", "'" + f + "' names no parameter of this fit; they are " + names);
-    }
-  }
+  std::vector<std::string> names;
+  for (const Param& p : every) names.push_back(p.name);
+  check_parameter_names(fit, names);
   std::vector<Param> ps;
   std::vector<double> x0;
   std::vector<double> out_predicted_at_start;
