@@ -14,15 +14,8 @@
 
 namespace basp {
 
-double layer_parameters(const ModelSpec& m) {
-  const double q = m.q_width(), kv = m.kv_width(), d = m.hidden;
-  const double attention = d * (q + 2 * kv) + (m.qkv_bias ? q + 2 * kv : 0) + q * d +
-                           (m.qk_norm ? 2.0 * m.head_dim : 0);
-  const double mlp = (m.ffn_kind == FfnKind::swiglu ? 3.0 : 2.0) * d * m.ffn;
-  const double norms = (m.norm == NormKind::rmsnorm ? 2.0 : 4.0) * d;
-  return attention + mlp + norms;
-}
-
+// Every tensor of a layer: Q, K, V and output projections, the MLP's matrices, the QKV biases,
+// QK-norm weights and the norms (LayerNorm: weight and bias).
 double layer_parameters_at_least(const ModelSpec& m, double elements) {
   const double q = m.q_width(), kv = m.kv_width(), d = m.hidden, dh = double(m.head_dim);
   const double matrices = (m.ffn_kind == FfnKind::swiglu ? 3.0 : 2.0);
@@ -35,6 +28,8 @@ double layer_parameters_at_least(const ModelSpec& m, double elements) {
     if (size >= elements) sum += size * count;
   return sum;
 }
+
+double layer_parameters(const ModelSpec& m) { return layer_parameters_at_least(m, 0.0); }
 
 double embedding_parameters(const ModelSpec& m) {
   const double table = double(m.vocab) * m.hidden;

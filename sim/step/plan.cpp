@@ -232,7 +232,7 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
             ++pruned["same layout as one listed before"];
             continue;
           }
-          const double memory = memory_per_gpu(rep.model, layout, ZeroPlan{stage, group, c.zero_reduce_bucket, c.zero_persistence}, checkpointing).total();
+          const double memory = memory_per_gpu(rep.model, layout, zero_plan(c), checkpointing).total();
           if (memory > memory_limit_bytes) {
             ++pruned["does not fit in memory"];
             continue;
@@ -242,7 +242,7 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
           StepConfig with = c;
           with.accumulation = accumulation;
           out.push_back({s, with, memory,
-                         global_batch_bound_s(cost, layout, ZeroPlan{stage, group, c.zero_reduce_bucket, c.zero_persistence}, checkpointing, rep.model.layers,
+                         global_batch_bound_s(cost, layout, zero_plan(c), checkpointing, rep.model.layers,
                                               rep.topology().software, gpu_out_Bps, accumulation)});
         }
     }
@@ -386,8 +386,7 @@ PlanReport plan(const PlanQuestion& q) {
     for (auto [i, from] : shared) {
       const PlanCandidate& c = candidates[i];
       results[i] = results[from];
-      results[i].memory = memory_per_gpu(rep.model, results[i].layout, ZeroPlan{c.config.zero, c.config.zero_group, c.config.zero_reduce_bucket,
-                                                  c.config.zero_persistence},
+      results[i].memory = memory_per_gpu(rep.model, results[i].layout, zero_plan(c.config),
                                          c.config.checkpointing);
       results[i].fits = results[i].memory.total() <= r.setup.gpu->hbm_bytes;
       results[i].wall_s = 0.0;

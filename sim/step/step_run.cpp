@@ -226,7 +226,7 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   StepReport& rep = setup.report;
   StepConfig& c = rep.config;
   resolve_job(c, rep);
-  const ZeroPlan zero{c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence};
+  const ZeroPlan zero = zero_plan(c);
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   RunCache cache;
   const bool parts = use_parts(rep, c);
@@ -292,6 +292,10 @@ std::optional<double> cgroup_memory_limit_bytes(const std::string& v2_max, const
     return std::nullopt;
   }
   return std::nullopt;
+}
+
+ZeroPlan zero_plan(const StepConfig& c) {
+  return {c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence};
 }
 
 double host_memory_budget_bytes() {
@@ -362,7 +366,7 @@ auto on_setup(const StepSetup& setup, const StepConfig& config, RunCache& cache,
   StepConfig c = config;
   resolve_job(c, setup.report);
   const StepReport& rep = setup.report;
-  const ZeroPlan zero{c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence};
+  const ZeroPlan zero = zero_plan(c);
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   const StepOptions options;
   return job(Run{*rep.cluster, rep.model, *setup.gpu, cost, c, zero, options, cache, use_parts(rep, c)});

@@ -104,6 +104,9 @@ double host_memory_budget_bytes();
 // file (the first that can be read); none when unlimited or unreadable.
 std::optional<double> cgroup_memory_limit_bytes(const std::string& v2_max, const std::string& v1_limit);
 
+// The ZeRO plan a configuration asks for (stage, shard group, DeepSpeed's bucket and threshold).
+ZeroPlan zero_plan(const StepConfig& c);
+
 // Throws InputError for bad input (exit 2).
 StepReport simulate_step(const StepConfig& config, const StepOptions& options = {});
 
