@@ -37,6 +37,18 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
                  "ZeRO-3: gradient elements reduce-scattered at a time (DeepSpeed's reduce_bucket_size; 0 = every "
                  "module's gradients at once)")
       ->capture_default_str();
+  app.add_option("--zero-prefetch", a.zero_prefetch,
+                 "ZeRO-3: weight elements gathered ahead of their use (DeepSpeed's stage3_prefetch_bucket_size; "
+                 "0 = each unit when its compute starts)")
+      ->capture_default_str();
+  app.add_option("--zero-max-live", a.zero_max_live,
+                 "ZeRO-3: gathered weight elements that prefetching may keep at once (DeepSpeed's "
+                 "stage3_max_live_parameters)")
+      ->capture_default_str();
+  app.add_option("--zero-reuse-distance", a.zero_reuse_distance,
+                 "ZeRO-3: gathered weights used again within this many elements of weights are kept "
+                 "(DeepSpeed's stage3_max_reuse_distance)")
+      ->capture_default_str();
   app.add_option("--zero-persistence", a.zero_persistence,
                  "ZeRO-3: tensors of fewer elements stay whole on every rank, never gathered (DeepSpeed's "
                  "stage3_param_persistence_threshold)")
@@ -135,6 +147,9 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.zero_group = a.zero_group;
   c.zero_reduce_bucket = a.zero_bucket;
   c.zero_persistence = a.zero_persistence;
+  c.zero_prefetch = a.zero_prefetch;
+  c.zero_max_live = a.zero_max_live;
+  c.zero_reuse_distance = a.zero_reuse_distance;
   c.checkpointing = a.checkpointing;
   c.calibration = a.calibration;
   c.replica_batch = a.replica_batch;
@@ -155,10 +170,12 @@ StepConfig to_step_config(const SimulateArgs& a) {
 
 std::string describe_config(const StepReport& r) {
   const StepConfig& c = r.config;
-  char zero3[160] = "";
+  char zero3[256] = "";
   if (c.zero == 3)
-    std::snprintf(zero3, sizeof zero3, " (reduce buckets of %.3g elements, tensors under %.3g kept whole)",
-                  c.zero_reduce_bucket, c.zero_persistence);
+    std::snprintf(zero3, sizeof zero3,
+                  " (reduce buckets of %.3g elements, tensors under %.3g kept whole, prefetch %.3g per hook and "
+                  "%.3g live, reuse distance %.3g)",
+                  c.zero_reduce_bucket, c.zero_persistence, c.zero_prefetch, c.zero_max_live, c.zero_reuse_distance);
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "# %s on %s: %d of %d GPUs (%d nodes x %d %s), calibration %s\n"

@@ -27,6 +27,9 @@ struct SimulateArgs {
   int zero_group = 0;
   double zero_bucket = 5e8;
   double zero_persistence = 1e5;
+  double zero_prefetch = 5e7;
+  double zero_max_live = 1e9;
+  double zero_reuse_distance = 1e9;
   bool checkpointing = false;
   std::string calibration;
   int replica_batch = 1;

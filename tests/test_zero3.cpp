@@ -1,5 +1,6 @@
 // ZeRO-3 as DeepSpeed runs it: gradients reduce-scattered in buckets of reduce_bucket_size
-// elements, tensors under the persistence threshold never gathered. Expectations derived by hand.
+// elements, tensors under the persistence threshold never gathered, weights prefetched and kept by
+// DeepSpeed's parameter coordinator. Expectations derived by hand.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
@@ -25,6 +26,20 @@ std::vector<int> reduce_scatter_layers(const std::string& flags) {
       layers.push_back(e.at("args").at("layer").get<int>());
   return layers;
 }
+
+// GPU 0's all-gather calls, as (layer, pass) of the use that issued each.
+std::vector<std::pair<int, std::string>> gathers(const std::string& flags) {
+  basp::test::TempFile trace("", ".json");
+  const auto r = basp::test::basp_cli("simulate --strategy ulysses " + flags + " --trace " + trace.path);
+  REQUIRE(r.code == 0);
+  std::ifstream in(trace.path);
+  const auto j = nlohmann::json::parse(in);
+  std::vector<std::pair<int, std::string>> out;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.value("name", "") == "zero all-gather" && e.at("pid") == 0)
+      out.push_back({e.at("args").at("layer").get<int>(), e.at("args").at("pass").get<std::string>()});
+  return out;
+}
 }  // namespace
 
 TEST_CASE("ZeRO-3: tensors under the persistence threshold are not gathered") {
@@ -35,6 +50,9 @@ TEST_CASE("ZeRO-3: tensors under the persistence threshold are not gathered") {
   CHECK(layer_parameters_at_least(m, 0) == q + 2 * kv + o + mlp + norms);
   CHECK(layer_parameters_at_least(m, 1e5) == q + 2 * kv + o + mlp);  // DeepSpeed's default: the norms stay
   CHECK(layer_parameters_at_least(m, 2e6) == q + o + mlp);            // K and V (1,048,576 each) stay too
+  CHECK(attention_input_parameters_at_least(m, 1e5) == q + 2 * kv);  // gathered before the QKV projection
+  CHECK(attention_input_parameters_at_least(m, 2e6) == q);
+  CHECK(attention_input_parameters_at_least(m, 0) == q + 2 * kv + 2048.0);  // with the first norm
 }
 
 TEST_CASE("ZeRO-3: gradients are reduce-scattered a DeepSpeed bucket at a time") {
@@ -60,10 +78,44 @@ TEST_CASE("ZeRO-3: gradients are reduce-scattered a DeepSpeed bucket at a time")
 }
 
 TEST_CASE("ZeRO-3: bad bucket and threshold values are refused with the flag") {
-  for (const char* args : {"--zero-bucket -1", "--zero-persistence -5", "--zero-bucket nan"}) {
+  for (const char* args : {"--zero-bucket -1", "--zero-persistence -5", "--zero-bucket nan", "--zero-prefetch -1",
+                           "--zero-max-live inf", "--zero-reuse-distance -2"}) {
     INFO(args);
     const auto r = basp::test::basp_cli(std::string("simulate ") + args);
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Catch::Contains(std::string(args).substr(0, std::string(args).find(' '))));
   }
+}
+
+// Llama-3.2-1B (tied embeddings) on the paper cluster, no checkpointing. Units gathered (norms stay
+// whole): the table E = 262,668,288 (embedding and head); per layer A = Q, K, V = 6,291,456 and
+// M = output + MLP = 54,525,952 (a layer 60,817,408). The step's uses: E, A0, M0, ..., A15, M15,
+// E (head forward), E (head backward), M15, A15, ..., M0, A0. Hooks that may prefetch 5e7 each:
+// 1 at E, 6 at A, 7 at M, 2 at the head; prefetching stops at 1e9 elements live.
+TEST_CASE("ZeRO-3: weights are prefetched and kept as DeepSpeed's coordinator does") {
+  using G = std::vector<std::pair<int, std::string>>;
+  const std::string f = "forward", b = "backward";
+  // E: gather E (live 262.7M), prefetch A0, M0 (60.8M >= 5e7). A0: E is used again within 1e9
+  // (16 layers, 973.1M): kept; prefetch up to 3e8: layers 1-5 (304.1M). M0: A0 released (live
+  // 621.3M); up to 3.5e8: layers 6-11 (364.9M). A1: M0 released (931.7M); up to 68.3M: layers 12,
+  // 13. A2: A1, M1 released (992.5M); up to 7.5M: layer 14. A3: layer 15. A4: the prefetcher
+  // passes the head's uses and the backward uses of layers 15-4 (resident: kept until then) and
+  // gathers M3. Nothing more is released until the head's backward ends: E is not used again, it is
+  // released (784.3M), and at M15's backward use the rest, A3, M2, A2, M1, A1, M0, A0 (188.7M), in
+  // one call.
+  CHECK(gathers("") == G{{-1, f}, {-1, f}, {0, f}, {0, f}, {1, f}, {2, f}, {3, f}, {4, f}, {15, b}});
+  // No prefetching (max live 0): every unit gathered at its use, E once (used again within 1e9
+  // at the head). Kept into backward: layer l's units while the weights used in between stay under
+  // 1e9: for A_l, 2 M + 2 (15 - l) layers + 2 E = 999.3M at l = 12, 1,121M at l = 11. So layers
+  // 15-12 are not gathered again, 11-0 are (M, then A).
+  G at_use{{-1, f}};
+  for (int l = 0; l < 16; ++l) at_use.insert(at_use.end(), {{l, f}, {l, f}});
+  for (int l = 11; l >= 0; --l) at_use.insert(at_use.end(), {{l, b}, {l, b}});
+  CHECK(gathers("--zero-max-live 0") == at_use);
+  // Nor any reuse: E again at the head's forward and backward, every layer again in backward.
+  G none{{-1, f}};
+  for (int l = 0; l < 16; ++l) none.insert(none.end(), {{l, f}, {l, f}});
+  none.insert(none.end(), {{-1, f}, {-1, b}});
+  for (int l = 15; l >= 0; --l) none.insert(none.end(), {{l, b}, {l, b}});
+  CHECK(gathers("--zero-max-live 0 --zero-reuse-distance 0") == none);
 }

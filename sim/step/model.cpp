@@ -14,21 +14,42 @@
 
 namespace basp {
 
+namespace {
+
+struct LayerTensor {
+  double elements, count;
+  bool attention_input;  // used before attention: gathered with Q, K, V (ZeRO-3)
+};
+
 // Every tensor of a layer: Q, K, V and output projections, the MLP's matrices, the QKV biases,
-// QK-norm weights and the norms (LayerNorm: weight and bias).
-double layer_parameters_at_least(const ModelSpec& m, double elements) {
+// QK-norm weights and the norms (LayerNorm: weight and bias), the first norm's before attention.
+std::vector<LayerTensor> layer_tensors(const ModelSpec& m) {
   const double q = m.q_width(), kv = m.kv_width(), d = m.hidden, dh = double(m.head_dim);
-  const double matrices = (m.ffn_kind == FfnKind::swiglu ? 3.0 : 2.0);
-  const std::vector<std::pair<double, double>> tensors = {  // {elements, how many}
-      {d * q, 1}, {d * kv, 2}, {q * d, 1}, {d * double(m.ffn), matrices},
-      {m.qkv_bias ? q : 0, 1}, {m.qkv_bias ? kv : 0, 2}, {m.qk_norm ? dh : 0, 2},
-      {d, m.norm == NormKind::rmsnorm ? 2.0 : 4.0}};
+  const double norm = m.norm == NormKind::rmsnorm ? 1.0 : 2.0;
+  return {{d * q, 1, true},
+          {d * kv, 2, true},
+          {m.qkv_bias ? q : 0, 1, true},
+          {m.qkv_bias ? kv : 0, 2, true},
+          {m.qk_norm ? dh : 0, 2, true},
+          {d, norm, true},
+          {q * d, 1, false},
+          {d * double(m.ffn), m.ffn_kind == FfnKind::swiglu ? 3.0 : 2.0, false},
+          {d, norm, false}};
+}
+
+double sum_at_least(const ModelSpec& m, double elements, bool attention_inputs_only) {
   double sum = 0;
-  for (const auto& [size, count] : tensors)
-    if (size >= elements) sum += size * count;
+  for (const LayerTensor& t : layer_tensors(m))
+    if (t.elements >= elements && (t.attention_input || !attention_inputs_only)) sum += t.elements * t.count;
   return sum;
 }
 
+}  // namespace
+
+double layer_parameters_at_least(const ModelSpec& m, double elements) { return sum_at_least(m, elements, false); }
+double attention_input_parameters_at_least(const ModelSpec& m, double elements) {
+  return sum_at_least(m, elements, true);
+}
 double layer_parameters(const ModelSpec& m) { return layer_parameters_at_least(m, 0.0); }
 
 double embedding_parameters(const ModelSpec& m) {

@@ -33,6 +33,8 @@ struct ModelSpec {
 double layer_parameters(const ModelSpec& m);
 // Of them, those in tensors of at least `elements` elements (ZeRO-3 keeps smaller ones whole).
 double layer_parameters_at_least(const ModelSpec& m, double elements);
+// Of those, the attention inputs' (Q, K, V projections, their biases and norms, the first norm).
+double attention_input_parameters_at_least(const ModelSpec& m, double elements);
 // The embedding table and, when untied, the LM head; the final norm.
 double embedding_parameters(const ModelSpec& m);
 double total_parameters(const ModelSpec& m);

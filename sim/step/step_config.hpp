@@ -27,9 +27,14 @@ struct StepConfig {
   int zero_group = 0;      // ranks a ZeRO shard spans (hpZ / HSDP); 0: all G ranks
   // ZeRO-3 as DeepSpeed runs it (docs/cost-model.md): gradients reduce-scattered a bucket of this
   // many elements at a time (reduce_bucket_size; 0: every module's at once), tensors under the
-  // persistence threshold (stage3_param_persistence_threshold) kept whole, never gathered.
+  // persistence threshold (stage3_param_persistence_threshold) kept whole, never gathered, weights
+  // prefetched (stage3_prefetch_bucket_size per hook call, stage3_max_live_parameters in all) and
+  // kept while used again soon (stage3_max_reuse_distance).
   double zero_reduce_bucket = 5e8;
   double zero_persistence = 1e5;
+  double zero_prefetch = 5e7;
+  double zero_max_live = 1e9;
+  double zero_reuse_distance = 1e9;
   bool checkpointing = false;  // full activation checkpointing: recompute each layer's forward
   std::string calibration;     // "": the topology's own; "none": documented defaults
   int replica_batch = 1;       // sp-dp: sequences per replica (B gives the paper's foil)

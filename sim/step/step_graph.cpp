@@ -1,6 +1,6 @@
 // Builds the step graph. The schedule follows DeepSpeed: exchanges block the compute stream (as
-// DeepSpeed-Ulysses issues them), ZeRO-3 gathers the next module while this one computes (one
-// module ahead), gradients are reduced per module on their own stream as backward produces them.
+// DeepSpeed-Ulysses issues them), ZeRO-3 prefetches and keeps weights as DeepSpeed's coordinator does, gradients
+// are reduced in buckets (ZeRO-3) or per module on their own stream as backward produces them.
 #include "step_graph.hpp"
 
 #include "collective_bounds.hpp"
@@ -60,12 +60,7 @@ class StepBuilder {
 
   StepTasks build(bool checkpointing, int layers) {
     const bool zero3 = zero_.stage == 3;
-    // Forward: embedding, layers, LM head; gathers run one module ahead of the compute.
-    std::vector<TaskId> started;  // per rank: the module that a prefetch may run ahead of has begun
-    auto begin_module = [&](double gathered, int layer, std::uint8_t pass) {
-      if (zero3 && gathered > 0) gather(gathered, layer, pass, started);
-      started = compute_;
-    };
+    if (zero3) plan_fetches(checkpointing, layers);
     // ZeRO-3 reduces a bucket (DeepSpeed's reduce_bucket_size) once the module whose backward
     // comes next would overflow it: DeepSpeed flushes at that module's first gradient, early in its
     // backward; here just before it, after the previous module's. A module larger than the bucket
@@ -88,20 +83,16 @@ class StepBuilder {
         bucket = 0;
       }
     };
-    begin_module(costs_.embedding_gathered, -1, forward);
+    use_weights(Fetch::embedding, -1, forward);
     compute(Label::embedding, -1, forward, costs_.embedding[0]);
-    for (int layer = 0; layer < layers; ++layer) {
-      begin_module(costs_.layer_gathered, layer, forward);
-      layer_forward(layer, forward);
-    }
-    begin_module(costs_.head_gathered, -1, forward);
+    for (int layer = 0; layer < layers; ++layer) layer_forward(layer, forward);
+    use_weights(Fetch::head, -1, forward);
     compute(Label::lm_head, -1, forward, costs_.lm_head[0]);
-    // Backward: the head's parameters are still resident; layers are gathered again in reverse.
     before_backward(costs_.head_gradients);
+    use_weights(Fetch::head, -1, backward);
     compute(Label::lm_head, -1, backward, costs_.lm_head[1]);
     gradients_ready(costs_.head_gradients, -1);
     for (int layer = layers - 1; layer >= 0; --layer) {
-      begin_module(costs_.layer_gathered, layer, backward);
       if (checkpointing) layer_forward(layer, recompute);
       before_backward(costs_.layer_parameters);
       layer_backward(layer);
@@ -162,13 +153,126 @@ class StepBuilder {
     collective(label, layer, pass, *a2a_, CollectiveOp::alltoall, bytes, compute_);
   }
 
-  // ZeRO-3: gather a module's weights on the gather stream, no earlier than the previous module's
-  // compute began (prefetch depth one); its compute waits for them.
-  void gather(double parameters, int layer, std::uint8_t pass, const std::vector<TaskId>& started) {
-    collective(Label::zero_allgather, layer, pass, *shard_, CollectiveOp::allgather, 2.0 * parameters,
-               gather_);
-    for (std::size_t r = 0; r < started.size(); ++r) engine_.depends(last_call_[r], started[r]);
-    join(gather_);
+  // ZeRO-3 fetches weights as DeepSpeed's parameter coordinator does (docs/cost-model.md). The
+  // step's uses of weights, in order (its trace), are of units: a layer's attention inputs (Q, K,
+  // V, gathered before its QKV projection), its output projection and MLP, the embedding table
+  // and the head (one unit with the table when tied). At each use, on the compute stream:
+  // gather the unit if it is not resident; then, as each module hook DeepSpeed runs there
+  // does, prefetch the next units of the trace that are not resident, a bucket of elements per
+  // hook, while fewer than max_live elements are gathered (the last unit may overshoot, as
+  // DeepSpeed's does); wait for the unit. A prefetch is one coalesced all-gather, issued once the
+  // compute before it has started. After its use a unit is released unless it is used again
+  // within the reuse distance, or the prefetcher has passed its next use while it was resident.
+  enum class Fetch : std::uint8_t { embedding, head, attention_inputs, output_and_mlp };
+  struct FetchUnit {
+    double elements = 0;
+    bool resident = false;
+    std::size_t held_until = 0;  // a use the prefetcher passed while resident: kept until then
+    std::vector<TaskId> done;    // per rank: its gather has returned (empty: nothing to wait for)
+  };
+  // Module hooks DeepSpeed runs at each use (HF Llama): pre-attention: the decoder layer,
+  // input_layernorm, self_attn, q_proj, k_proj, v_proj; post-attention: o_proj,
+  // post_attention_layernorm, mlp, gate_proj, up_proj, act_fn, down_proj; the embedding; the
+  // head: the final norm and lm_head. Each may prefetch a bucket.
+  static int hooks(Fetch what) {
+    switch (what) {
+      case Fetch::embedding: return 1;
+      case Fetch::head: return 2;
+      case Fetch::attention_inputs: return 6;
+      default: return 7;
+    }
+  }
+
+  std::size_t unit_index(Fetch what, int layer) const {
+    switch (what) {
+      case Fetch::embedding: return 0;
+      case Fetch::head: return model_.tied_embeddings ? 0 : 1;
+      case Fetch::attention_inputs: return 2 + 2 * std::size_t(layer);
+      default: return 3 + 2 * std::size_t(layer);
+    }
+  }
+
+  void plan_fetches(bool checkpointing, int layers) {
+    units_.assign(2 + 2 * std::size_t(layers), FetchUnit{});
+    units_[0].elements = costs_.embedding_gathered;
+    units_[unit_index(Fetch::head, -1)].elements =
+        std::max(units_[unit_index(Fetch::head, -1)].elements, costs_.head_gathered);
+    for (int l = 0; l < layers; ++l) {
+      units_[unit_index(Fetch::attention_inputs, l)].elements = costs_.attention_inputs_gathered;
+      units_[unit_index(Fetch::output_and_mlp, l)].elements =
+          costs_.layer_gathered - costs_.attention_inputs_gathered;
+    }
+    const auto use = [&](Fetch what, int layer) { trace_.push_back({unit_index(what, layer), hooks(what)}); };
+    use(Fetch::embedding, -1);
+    for (int l = 0; l < layers; ++l) {
+      use(Fetch::attention_inputs, l);
+      use(Fetch::output_and_mlp, l);
+    }
+    use(Fetch::head, -1);  // forward
+    use(Fetch::head, -1);  // backward
+    for (int l = layers - 1; l >= 0; --l) {
+      if (checkpointing) {
+        use(Fetch::attention_inputs, l);
+        use(Fetch::output_and_mlp, l);
+      }
+      use(Fetch::output_and_mlp, l);
+      use(Fetch::attention_inputs, l);
+    }
+  }
+
+  // One all-gather for these units, on the gather stream, once the compute so far has started.
+  void gather_units(const std::vector<std::size_t>& which, int layer, std::uint8_t pass) {
+    double elements = 0;
+    for (std::size_t u : which) {
+      units_[u].resident = true;
+      live_ += units_[u].elements;
+      elements += units_[u].elements;
+    }
+    if (!(elements > 0)) return;  // nothing to gather: every tensor stays whole
+    collective(Label::zero_allgather, layer, pass, *shard_, CollectiveOp::allgather, 2.0 * elements, gather_);
+    for (int r = 0; r < ranks_; ++r) engine_.depends(last_call_[r], compute_[r]);
+    for (std::size_t u : which) units_[u].done = units_[u].elements > 0 ? gather_ : std::vector<TaskId>{};
+  }
+
+  // The use before this one has been issued: release its unit unless it is needed again soon.
+  void release_after(std::size_t use) {
+    FetchUnit& unit = units_[trace_[use].unit];
+    if (!unit.resident || unit.held_until > use) return;
+    double between = 0;
+    for (std::size_t k = use + 1; k < trace_.size() && between < zero_.reuse_distance_elements; ++k) {
+      if (trace_[k].unit == trace_[use].unit) return;
+      between += units_[trace_[k].unit].elements;
+    }
+    unit.resident = false;
+    unit.done.clear();
+    live_ -= unit.elements;
+  }
+
+  // The compute about to start uses unit (what, layer): the next use of the trace.
+  void use_weights(Fetch what, int layer, std::uint8_t pass) {
+    if (trace_.empty()) return;
+    const std::size_t use = next_use_++;
+    if (use >= trace_.size() || trace_[use].unit != unit_index(what, layer))
+      throw std::logic_error("build_step: ZeRO-3 weights used out of their trace's order");
+    if (use > 0) release_after(use - 1);
+    const std::size_t u = trace_[use].unit;
+    if (!units_[u].resident) gather_units({u}, layer, pass);
+    prefetched_ = std::max(prefetched_, use + 1);
+    const double allowed = std::min(zero_.max_live_elements - live_, trace_[use].hooks * zero_.prefetch_elements);
+    std::vector<std::size_t> prefetch;
+    double prefetching = 0;
+    while (prefetched_ < trace_.size() && prefetching < allowed) {
+      const std::size_t k = prefetched_++;
+      FetchUnit& next = units_[trace_[k].unit];
+      if (next.resident) {
+        next.held_until = std::max(next.held_until, k);
+      } else if (std::find(prefetch.begin(), prefetch.end(), trace_[k].unit) == prefetch.end()) {
+        prefetch.push_back(trace_[k].unit);
+        prefetching += next.elements;
+      }
+    }
+    if (!prefetch.empty()) gather_units(prefetch, layer, pass);
+    if (!units_[u].done.empty()) join(units_[u].done);
   }
 
   // After a module's backward: reduce-scatter within the shard group (all-reduce under ZeRO-0),
@@ -231,6 +335,7 @@ class StepBuilder {
   }
 
   void layer_forward(int layer, std::uint8_t pass) {
+    use_weights(Fetch::attention_inputs, layer, pass);
     compute(Label::pre_attention, layer, pass, costs_.pre_attention[0]);
     if (layout_.a2a) {
       alltoall(Label::a2a_q, layer, pass, layout_.q_bytes);
@@ -239,10 +344,12 @@ class StepBuilder {
     }
     attention(layer, pass);
     if (layout_.a2a) alltoall(Label::a2a_o, layer, pass, layout_.q_bytes);
+    use_weights(Fetch::output_and_mlp, layer, pass);
     compute(Label::post_attention, layer, pass, costs_.post_attention[0]);
   }
 
   void layer_backward(int layer) {
+    use_weights(Fetch::output_and_mlp, layer, backward);
     compute(Label::post_attention, layer, backward, costs_.post_attention[1]);
     if (layout_.a2a) alltoall(Label::a2a_do, layer, backward, layout_.q_bytes);
     attention(layer, backward);
@@ -251,6 +358,7 @@ class StepBuilder {
       alltoall(Label::a2a_dk, layer, backward, layout_.kv_bytes);
       alltoall(Label::a2a_dv, layer, backward, layout_.kv_bytes);
     }
+    use_weights(Fetch::attention_inputs, layer, backward);
     compute(Label::pre_attention, layer, backward, costs_.pre_attention[1]);
   }
 
@@ -267,6 +375,15 @@ class StepBuilder {
   const ComputeSpeed* speed_;  // set: stragglers and jitter
   std::vector<TaskId> compute_, gather_, reduce_;  // per rank: the last task of each stream
   std::vector<TaskId> last_call_;  // per rank: its latest call
+  struct Use {
+    std::size_t unit;
+    int hooks;  // DeepSpeed module hooks at this use, each of which may prefetch a bucket
+  };
+  std::vector<FetchUnit> units_;   // ZeRO-3: what is gathered, by unit_index
+  std::vector<Use> trace_;         // ZeRO-3: the step's uses of weights, in order
+  std::size_t next_use_ = 0;       // in trace_: the next use
+  std::size_t prefetched_ = 0;     // in trace_: the first use the prefetcher has not passed
+  double live_ = 0;                // elements gathered and not released
   std::optional<GroupSet> shard_, replica_, a2a_, ring_;
   StepTasks out_;
 };
@@ -298,6 +415,7 @@ StepCosts step_costs(const CostModel& cost, const Layout& l, const ZeroPlan& zer
   // Tensors under the persistence threshold stay whole on every rank: only the others are gathered.
   const auto gathered = [&](double elements) { return elements >= zero.persistence_threshold ? elements : 0.0; };
   c.layer_gathered = layer_parameters_at_least(m, zero.persistence_threshold);
+  c.attention_inputs_gathered = attention_input_parameters_at_least(m, zero.persistence_threshold);
   c.embedding_gathered = gathered(table);
   c.head_gathered = gathered(table) + gathered(final_norm);
   const double shard = zero.stage == 0 ? 1.0 : zero.shard_ranks;
@@ -364,7 +482,9 @@ ExchangeFlows exchange_flows_per_layer(const Layout& l, bool checkpointing) {
 
 double flows_per_layer(const Layout& l, bool checkpointing, const Topology& topo) {
   const auto [a2a, ring] = exchange_flows_per_layer(l, checkpointing);
-  const double zero = 3.0 * l.ranks * std::max(1, topo.gpus_per_node);  // ring edges, one channel per NIC at most
+  // ZeRO-3 gathers (at most two units at each use: forward, recomputation, backward) and a
+  // reduction: ring edges, one channel per NIC at most.
+  const double zero = ((checkpointing ? 6.0 : 4.0) + 1.0) * l.ranks * std::max(1, topo.gpus_per_node);
   return a2a + ring + zero;
 }
 

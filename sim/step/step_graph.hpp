@@ -41,10 +41,15 @@ struct ZeroPlan {
   int stage = 3;
   int shard_ranks = 1;  // M: ranks one shard group spans (contiguous); G/M replicas all-reduce
   // ZeRO-3 as DeepSpeed runs it, with DeepSpeed's defaults (docs/cost-model.md): gradients are
-  // reduce-scattered a bucket of this many elements at a time, and tensors of fewer elements than
-  // the persistence threshold stay whole on every rank (never gathered).
+  // reduce-scattered a bucket of this many elements at a time, tensors of fewer elements than the
+  // persistence threshold stay whole on every rank (never gathered), each module hook may prefetch
+  // the prefetch bucket's elements while fewer than max_live are gathered, and gathered weights
+  // used again within the reuse distance (in elements of the weights used in between) are kept.
   double reduce_bucket_elements = 5e8;
   double persistence_threshold = 1e5;
+  double prefetch_elements = 5e7;
+  double max_live_elements = 1e9;
+  double reuse_distance_elements = 1e9;
 };
 
 // Per-rank compute costs of the step's pieces (ranks of one layout all do the same work).
@@ -53,6 +58,7 @@ struct StepCosts {
   Work optimizer;
   double layer_parameters = 0, embedding_parameters = 0, head_parameters = 0;  // per module
   double layer_gathered = 0, embedding_gathered = 0, head_gathered = 0;  // of them, what ZeRO-3 gathers
+  double attention_inputs_gathered = 0;  // of a layer's: Q, K and V's (gathered before its QKV projection)
   double head_gradients = 0;  // parameters whose gradients the LM head module reduces
   double model_flops = 0;     // per rank per step, without recomputation (what MFU counts)
 };

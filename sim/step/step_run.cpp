@@ -88,7 +88,9 @@ EngineEstimate engine_estimate(const Run& run, const StrategyGraph& g) {
   // successor in the channel that enters its node plus one edge out of the node per channel: at
   // most 2 per rank per call); the other modules make ZeRO calls only.
   const auto [a2a, ring] = exchange_flows_per_layer(l, run.config.checkpointing);
-  const int calls = (run.zero.stage == 3 ? 2 : 0) + 1 + (run.zero.stage > 0 && !g.groups.replica.empty() ? 1 : 0);
+  // ZeRO-3 gathers at most its two units per layer at each use: forward, recomputation, backward.
+  const int gathers = run.zero.stage == 3 ? (run.config.checkpointing ? 6 : 4) : 0;
+  const int calls = gathers + 1 + (run.zero.stage > 0 && !g.groups.replica.empty() ? 1 : 0);
   const double zero = 2.0 * calls * l.ranks;
   // Engine::memory_bytes measured per flow built (its task, dependencies, hops and solver state,
   // arrays grown by doubling): 220-250 B for all-to-all and ZeRO flows, 360-390 B for ring sends
@@ -295,7 +297,8 @@ std::optional<double> cgroup_memory_limit_bytes(const std::string& v2_max, const
 }
 
 ZeroPlan zero_plan(const StepConfig& c) {
-  return {c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence};
+  return {c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence, c.zero_prefetch, c.zero_max_live,
+          c.zero_reuse_distance};
 }
 
 double host_memory_budget_bytes() {
@@ -338,6 +341,13 @@ void resolve_job(StepConfig& c, int available, const std::string& topology) {
     throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
   if (!(c.zero_reduce_bucket >= 0) || !std::isfinite(c.zero_reduce_bucket))
     throw InputError("", 0, "--zero-bucket", "must be a number of elements, 0 or more (DeepSpeed's default 5e8)");
+  if (!(c.zero_prefetch >= 0) || !std::isfinite(c.zero_prefetch))
+    throw InputError("", 0, "--zero-prefetch", "must be a number of elements, 0 or more (DeepSpeed's default 5e7)");
+  if (!(c.zero_max_live >= 0) || !std::isfinite(c.zero_max_live))
+    throw InputError("", 0, "--zero-max-live", "must be a number of elements, 0 or more (DeepSpeed's default 1e9)");
+  if (!(c.zero_reuse_distance >= 0) || !std::isfinite(c.zero_reuse_distance))
+    throw InputError("", 0, "--zero-reuse-distance",
+                     "must be a number of elements, 0 or more (DeepSpeed's default 1e9)");
   if (!(c.zero_persistence >= 0) || !std::isfinite(c.zero_persistence))
     throw InputError("", 0, "--zero-persistence", "must be a number of elements, 0 or more (DeepSpeed's default 1e5)");
   if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
