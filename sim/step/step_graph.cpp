@@ -1,6 +1,6 @@
 // Builds the step graph. The schedule follows DeepSpeed: exchanges block the compute stream (as
-// DeepSpeed-Ulysses issues them), ZeRO-3 prefetches and keeps weights as DeepSpeed's coordinator does, gradients
-// are reduced in buckets (ZeRO-3) or per module on their own stream as backward produces them.
+// DeepSpeed-Ulysses issues them), ZeRO-3 prefetches and keeps weights as its coordinator does,
+// gradients are reduced in buckets (ZeRO-3) or per module on their own stream as backward ends.
 #include "step_graph.hpp"
 
 #include "collective_bounds.hpp"
