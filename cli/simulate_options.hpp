@@ -30,6 +30,7 @@ struct SimulateArgs {
   double zero_prefetch = 5e7;
   double zero_max_live = 1e9;
   double zero_reuse_distance = 1e9;
+  std::vector<const CLI::Option*> zero3_only;  // the flags above: given with another stage, refused
   bool checkpointing = false;
   std::string calibration;
   int replica_batch = 1;

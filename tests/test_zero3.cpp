@@ -77,6 +77,18 @@ TEST_CASE("ZeRO-3: gradients are reduce-scattered a DeepSpeed bucket at a time")
   CHECK(reduce_scatter_layers("--zero-bucket 1") == each);
 }
 
+TEST_CASE("ZeRO-3: its settings are refused under another stage, where they would change nothing") {
+  for (const char* args : {"--zero 2 --zero-bucket 1e8", "--zero 1 --zero-prefetch 0", "--zero 0 --zero-max-live 5e8",
+                           "--zero 2 --zero-reuse-distance 0", "--zero 1 --zero-persistence 0"}) {
+    INFO(args);
+    const auto r = basp::test::basp_cli(std::string("simulate ") + args);
+    CHECK(r.code == 2);
+    const std::string flag = std::string(args).substr(std::string(args).rfind("--"));
+    CHECK_THAT(r.out, Catch::Contains(flag.substr(0, flag.find(' '))) && Catch::Contains("ZeRO-3 setting"));
+  }
+  CHECK(basp::test::basp_cli("simulate --zero 3 --zero-bucket 1e8").code == 0);
+}
+
 TEST_CASE("ZeRO-3: bad bucket and threshold values are refused with the flag") {
   for (const char* args : {"--zero-bucket -1", "--zero-persistence -5", "--zero-bucket nan", "--zero-prefetch -1",
                            "--zero-max-live inf", "--zero-reuse-distance -2"}) {
