@@ -76,7 +76,7 @@ TEST_CASE("step: the paper's foil - B sequences per replica - holds B times the 
 }
 
 // With DeepSpeed's prefetching (up to 1e9 elements gathered ahead) the gathers run mostly ahead of
-// the layers that use them: 4.3 % here (the one-module-ahead prefetch this model had before, whose
+// the layers that use them: 4.7 % here (the one-module-ahead prefetch this model had before, whose
 // gathers all ran beside the next module's exchanges: over 5 %). Without prefetching
 // (max live 0) every gather waits for its use and the step takes the gathers' time on top.
 TEST_CASE("step: ZeRO-3 prefetch on the same links slows the Ulysses all-to-all") {

@@ -130,4 +130,10 @@ TEST_CASE("ZeRO-3: weights are prefetched and kept as DeepSpeed's coordinator do
   none.insert(none.end(), {{-1, f}, {-1, b}});
   for (int l = 15; l >= 0; --l) none.insert(none.end(), {{l, b}, {l, b}});
   CHECK(gathers("--zero-max-live 0 --zero-reuse-distance 0") == none);
+  // A window of 5 layers stands for the model's layers 0, 1, 8 (the middle one, extrapolated), 14
+  // and 15, and each of their uses issues what it issues in the whole model: the embedding's two
+  // calls, A0's and M0's prefetches (layers 1-5, 6-11), A1's (12, 13), then nothing until layer
+  // 15's backward (the graph's layer 4) prefetches A3 ... A0. The prefetches of layers 14 and 15
+  // and of M3, issued at layers 2, 3 and 4's uses in the model, are the window's left-out uses.
+  CHECK(gathers("--layers-simulated 5") == G{{-1, f}, {-1, f}, {0, f}, {0, f}, {1, f}, {4, b}});
 }

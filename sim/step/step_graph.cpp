@@ -5,6 +5,7 @@
 
 #include "collective_bounds.hpp"
 #include "collectives.hpp"
+#include "zero3_fetches.hpp"
 
 #include <algorithm>
 #include <array>
@@ -153,23 +154,17 @@ class StepBuilder {
     collective(label, layer, pass, *a2a_, CollectiveOp::alltoall, bytes, compute_);
   }
 
-  // ZeRO-3 fetches weights as DeepSpeed's parameter coordinator does (docs/cost-model.md). The
-  // step's uses of weights, in order (its trace), are of units: a layer's attention inputs (Q, K,
-  // V, gathered before its QKV projection), its output projection and MLP, the embedding table
-  // and the head (one unit with the table when tied). At each use, on the compute stream:
-  // gather the unit if it is not resident; then, as each module hook DeepSpeed runs there
-  // does, prefetch the next units of the trace that are not resident, a bucket of elements per
-  // hook, while fewer than max_live elements are gathered (the last unit may overshoot, as
-  // DeepSpeed's does); wait for the unit. A prefetch is one coalesced all-gather, issued once the
-  // compute before it has started. After its use a unit is released unless it is used again
-  // within the reuse distance, or the prefetcher has passed its next use while it was resident.
+  // ZeRO-3 fetches weights as DeepSpeed's parameter coordinator does (zero3_fetches.hpp,
+  // docs/cost-model.md). The step's uses of weights, in order (its trace), are of units: a
+  // layer's attention inputs (Q, K, V, gathered before its QKV projection), its output projection
+  // and MLP, the embedding table and the head (one unit with the table when tied). Each use issues
+  // the gathers the coordinator decides for it, on the gather stream once the compute before it
+  // has started, and its compute waits for its unit's latest gather. A window of layers stands
+  // for the whole model: its layers are the model's first, middle and last (model_layer), and
+  // each of their uses issues what that use issues in the whole model's trace, so the middle
+  // layer sees what a middle layer of the model does (the uses of layers left out issue nothing:
+  // the window's extrapolation counts the middle layer's for them).
   enum class Fetch : std::uint8_t { embedding, head, attention_inputs, output_and_mlp };
-  struct FetchUnit {
-    double elements = 0;
-    bool resident = false;
-    std::size_t held_until = 0;  // a use the prefetcher passed while resident: kept until then
-    std::vector<TaskId> done;    // per rank: its gather has returned (empty: nothing to wait for)
-  };
   // Module hooks DeepSpeed runs at each use (HF Llama): pre-attention: the decoder layer,
   // input_layernorm, self_attn, q_proj, k_proj, v_proj; post-attention: o_proj,
   // post_attention_layernorm, mlp, gate_proj, up_proj, act_fn, down_proj; the embedding; the
@@ -183,6 +178,7 @@ class StepBuilder {
     }
   }
 
+  // For a model layer; -1 for the embedding and head.
   std::size_t unit_index(Fetch what, int layer) const {
     switch (what) {
       case Fetch::embedding: return 0;
@@ -192,25 +188,35 @@ class StepBuilder {
     }
   }
 
+  // The model layer a layer of the graph stands for: a window's first half, its middle layer
+  // (the one extrapolated) in the model's middle, the rest at the model's end.
+  int model_layer(int layer) const {
+    const int window = window_layers_, half = window / 2;
+    if (window >= model_.layers || layer < half) return layer;
+    if (layer == half) return model_.layers / 2;
+    return model_.layers - window + layer;
+  }
+
   void plan_fetches(bool checkpointing, int layers) {
-    units_.assign(2 + 2 * std::size_t(layers), FetchUnit{});
-    units_[0].elements = costs_.embedding_gathered;
-    units_[unit_index(Fetch::head, -1)].elements =
-        std::max(units_[unit_index(Fetch::head, -1)].elements, costs_.head_gathered);
-    for (int l = 0; l < layers; ++l) {
-      units_[unit_index(Fetch::attention_inputs, l)].elements = costs_.attention_inputs_gathered;
-      units_[unit_index(Fetch::output_and_mlp, l)].elements =
-          costs_.layer_gathered - costs_.attention_inputs_gathered;
+    window_layers_ = layers;
+    const int all = model_.layers;
+    std::vector<double> elements(2 + 2 * std::size_t(all), 0.0);
+    elements[0] = costs_.embedding_gathered;
+    elements[unit_index(Fetch::head, -1)] = std::max(elements[unit_index(Fetch::head, -1)], costs_.head_gathered);
+    for (int l = 0; l < all; ++l) {
+      elements[unit_index(Fetch::attention_inputs, l)] = costs_.attention_inputs_gathered;
+      elements[unit_index(Fetch::output_and_mlp, l)] = costs_.layer_gathered - costs_.attention_inputs_gathered;
     }
-    const auto use = [&](Fetch what, int layer) { trace_.push_back({unit_index(what, layer), hooks(what)}); };
+    std::vector<WeightUse> trace;
+    const auto use = [&](Fetch what, int layer) { trace.push_back({unit_index(what, layer), hooks(what)}); };
     use(Fetch::embedding, -1);
-    for (int l = 0; l < layers; ++l) {
+    for (int l = 0; l < all; ++l) {
       use(Fetch::attention_inputs, l);
       use(Fetch::output_and_mlp, l);
     }
     use(Fetch::head, -1);  // forward
     use(Fetch::head, -1);  // backward
-    for (int l = layers - 1; l >= 0; --l) {
+    for (int l = all - 1; l >= 0; --l) {
       if (checkpointing) {
         use(Fetch::attention_inputs, l);
         use(Fetch::output_and_mlp, l);
@@ -218,61 +224,35 @@ class StepBuilder {
       use(Fetch::output_and_mlp, l);
       use(Fetch::attention_inputs, l);
     }
+    gathers_ = coordinate_fetches(trace, elements,
+                                  {zero_.prefetch_elements, zero_.max_live_elements, zero_.reuse_distance_elements});
+    trace_ = std::move(trace);
+    unit_elements_ = std::move(elements);
+    unit_done_.assign(unit_elements_.size(), {});
   }
 
   // One all-gather for these units, on the gather stream, once the compute so far has started.
   void gather_units(const std::vector<std::size_t>& which, int layer, std::uint8_t pass) {
     double elements = 0;
-    for (std::size_t u : which) {
-      units_[u].resident = true;
-      live_ += units_[u].elements;
-      elements += units_[u].elements;
-    }
+    for (std::size_t u : which) elements += unit_elements_[u];
     if (!(elements > 0)) return;  // nothing to gather: every tensor stays whole
     collective(Label::zero_allgather, layer, pass, *shard_, CollectiveOp::allgather, 2.0 * elements, gather_);
     for (int r = 0; r < ranks_; ++r) engine_.depends(last_call_[r], compute_[r]);
-    for (std::size_t u : which) units_[u].done = units_[u].elements > 0 ? gather_ : std::vector<TaskId>{};
+    for (std::size_t u : which)
+      if (unit_elements_[u] > 0) unit_done_[u] = gather_;
   }
 
-  // The use before this one has been issued: release its unit unless it is needed again soon.
-  void release_after(std::size_t use) {
-    FetchUnit& unit = units_[trace_[use].unit];
-    if (!unit.resident || unit.held_until > use) return;
-    double between = 0;
-    for (std::size_t k = use + 1; k < trace_.size() && between < zero_.reuse_distance_elements; ++k) {
-      if (trace_[k].unit == trace_[use].unit) return;
-      between += units_[trace_[k].unit].elements;
-    }
-    unit.resident = false;
-    unit.done.clear();
-    live_ -= unit.elements;
-  }
-
-  // The compute about to start uses unit (what, layer): the next use of the trace.
+  // The compute about to start uses unit (what, layer of the graph): the next use of its unit in
+  // the model's trace; the uses before it belong to layers a window leaves out.
   void use_weights(Fetch what, int layer, std::uint8_t pass) {
     if (trace_.empty()) return;
-    const std::size_t use = next_use_++;
-    if (use >= trace_.size() || trace_[use].unit != unit_index(what, layer))
-      throw std::logic_error("build_step: ZeRO-3 weights used out of their trace's order");
-    if (use > 0) release_after(use - 1);
-    const std::size_t u = trace_[use].unit;
-    if (!units_[u].resident) gather_units({u}, layer, pass);
-    prefetched_ = std::max(prefetched_, use + 1);
-    const double allowed = std::min(zero_.max_live_elements - live_, trace_[use].hooks * zero_.prefetch_elements);
-    std::vector<std::size_t> prefetch;
-    double prefetching = 0;
-    while (prefetched_ < trace_.size() && prefetching < allowed) {
-      const std::size_t k = prefetched_++;
-      FetchUnit& next = units_[trace_[k].unit];
-      if (next.resident) {
-        next.held_until = std::max(next.held_until, k);
-      } else if (std::find(prefetch.begin(), prefetch.end(), trace_[k].unit) == prefetch.end()) {
-        prefetch.push_back(trace_[k].unit);
-        prefetching += next.elements;
-      }
-    }
-    if (!prefetch.empty()) gather_units(prefetch, layer, pass);
-    if (!units_[u].done.empty()) join(units_[u].done);
+    const std::size_t unit = unit_index(what, layer < 0 ? layer : model_layer(layer));
+    while (next_use_ < trace_.size() && trace_[next_use_].unit != unit) ++next_use_;
+    if (next_use_ == trace_.size()) throw std::logic_error("build_step: ZeRO-3 weights used out of their trace's order");
+    const UseGathers& g = gathers_[next_use_++];
+    if (g.own) gather_units({unit}, layer, pass);
+    if (!g.prefetch.empty()) gather_units(g.prefetch, layer, pass);
+    if (!unit_done_[unit].empty()) join(unit_done_[unit]);
   }
 
   // After a module's backward: reduce-scatter within the shard group (all-reduce under ZeRO-0),
@@ -375,15 +355,13 @@ class StepBuilder {
   const ComputeSpeed* speed_;  // set: stragglers and jitter
   std::vector<TaskId> compute_, gather_, reduce_;  // per rank: the last task of each stream
   std::vector<TaskId> last_call_;  // per rank: its latest call
-  struct Use {
-    std::size_t unit;
-    int hooks;  // DeepSpeed module hooks at this use, each of which may prefetch a bucket
-  };
-  std::vector<FetchUnit> units_;   // ZeRO-3: what is gathered, by unit_index
-  std::vector<Use> trace_;         // ZeRO-3: the step's uses of weights, in order
-  std::size_t next_use_ = 0;       // in trace_: the next use
-  std::size_t prefetched_ = 0;     // in trace_: the first use the prefetcher has not passed
-  double live_ = 0;                // elements gathered and not released
+  // ZeRO-3, over the whole model's trace of weight uses (plan_fetches):
+  std::vector<WeightUse> trace_;
+  std::vector<UseGathers> gathers_;              // per use: what it gathers
+  std::vector<double> unit_elements_;
+  std::vector<std::vector<TaskId>> unit_done_;   // per unit, per rank: its latest gather has returned
+  std::size_t next_use_ = 0;                     // in trace_: the first use not reached yet
+  int window_layers_ = 0;                        // layers built into the graph
   std::optional<GroupSet> shard_, replica_, a2a_, ring_;
   StepTasks out_;
 };

@@ -1,0 +1,30 @@
+// DeepSpeed's ZeRO-3 parameter coordinator replayed over a step's trace of weight uses: which
+// units each use gathers (its own, then a prefetch) given DeepSpeed's prefetch and reuse limits.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace basp {
+
+struct WeightUse {
+  std::size_t unit;  // what it uses: an index into the units' sizes
+  int hooks;         // DeepSpeed module hooks at this use, each of which may prefetch a bucket
+};
+
+struct UseGathers {
+  bool own = false;                  // its unit was not resident: gathered first, on its own
+  std::vector<std::size_t> prefetch;  // then these units, in one call (empty: none)
+};
+
+struct FetchLimits {
+  double prefetch_bucket = 5e7;  // stage3_prefetch_bucket_size: per hook
+  double max_live = 1e9;         // stage3_max_live_parameters
+  double reuse_distance = 1e9;   // stage3_max_reuse_distance
+};
+
+// The decisions depend on the trace and the sizes only, not on timing (docs/cost-model.md).
+std::vector<UseGathers> coordinate_fetches(const std::vector<WeightUse>& trace,
+                                           const std::vector<double>& unit_elements, const FetchLimits& limits);
+
+}  // namespace basp
