@@ -291,6 +291,38 @@ TEST_CASE("plan: --json ranks plans and simulate_args reproduces the best one ex
   }
 }
 
+// System: `basp plan` with DeepSpeed ZeRO-3 settings other than the defaults, on 8 GPUs.
+// Expectations: the JSON config states them; a ZeRO-3 plan's simulate_args carry them and
+// reproduce its tokens/s exactly; without prefetching (max live 0) that layout is slower.
+TEST_CASE("plan: ZeRO-3 settings reach the simulations and their simulate_args") {
+  const std::string job = "plan --topology dgx-h100 --nodes 1 --model llama-3.2-1b --seq 16K --global-batch 8 "
+                          "--strategy ulysses --json ";
+  auto zero3 = [](const nlohmann::json& j) {
+    for (const auto& p : j["plans"])
+      if (p["zero"] == 3 && p["sp"] == 8 && !p["checkpointing"].get<bool>()) return p;
+    FAIL("no ZeRO-3 plan of SP 8");
+    return nlohmann::json{};
+  };
+  const Run tuned = basp_cli(job + "--zero-bucket 1e8 --zero-max-live 0");
+  REQUIRE(tuned.code == 0);
+  const auto j = nlohmann::json::parse(tuned.out);
+  CHECK(j["config"]["zero_reduce_bucket_elements"] == 1e8);
+  CHECK(j["config"]["zero_max_live_elements"] == 0.0);
+  const auto plan = zero3(j);
+  std::string args;
+  for (const auto& a : plan["simulate_args"]) args += " '" + a.get<std::string>() + "'";
+  CHECK_THAT(args, Catch::Contains("'--zero-bucket' '100000000'") && Catch::Contains("'--zero-max-live' '0'"));
+  const Run sim = basp_cli("simulate" + args + " --json", false);
+  REQUIRE(sim.code == 0);
+  CHECK(nlohmann::json::parse(sim.out)["results"][0]["tokens_per_s"].get<double>() ==
+        plan["tokens_per_s"].get<double>());
+  const Run defaults = basp_cli(job);
+  REQUIRE(defaults.code == 0);
+  CHECK(zero3(nlohmann::json::parse(defaults.out))["tokens_per_s"].get<double>() >
+        plan["tokens_per_s"].get<double>());
+  CHECK(basp_cli(job + "--zero-max-live -1").code == 2);
+}
+
 // System: questions without an answer. Expectations: one clear message naming the flag, exit 2.
 TEST_CASE("plan: an impossible global batch, nothing that fits, bad flags: exit 2") {
   const std::string job = "plan --topology dgx-h100 --nodes 2 --model llama-3.2-1b ";
