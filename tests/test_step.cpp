@@ -75,10 +75,9 @@ TEST_CASE("step: the paper's foil - B sequences per replica - holds B times the 
   CHECK(foil.step_s > 1.5 * b.step_s);
 }
 
-// With DeepSpeed's prefetching (up to 1e9 elements gathered ahead) the gathers run mostly ahead of
-// the layers that use them: 4.7 % here (the one-module-ahead prefetch this model had before, whose
-// gathers all ran beside the next module's exchanges: over 5 %). Without prefetching
-// (max live 0) every gather waits for its use and the step takes the gathers' time on top.
+// Gathers prefetched by DeepSpeed's coordinator share links with the exchanges (5.6 % slower
+// here). Without prefetching (max live 0) every gather waits for its use and the step takes the
+// gathers' time on top.
 TEST_CASE("step: ZeRO-3 prefetch on the same links slows the Ulysses all-to-all") {
   StepConfig c = paper("qwen1.5-1.8b", {Strategy::ulysses});
   c.zero = 3;
@@ -87,7 +86,7 @@ TEST_CASE("step: ZeRO-3 prefetch on the same links slows the Ulysses all-to-all"
   const StrategyResult at_use = result(simulate_step(c), Strategy::ulysses);
   c.zero = 2;  // no gathers during forward and backward
   const double alone = result(simulate_step(c), Strategy::ulysses).a2a_s;
-  CHECK(prefetching.a2a_s > 1.03 * alone);
+  CHECK(prefetching.a2a_s > 1.05 * alone);
   CHECK(at_use.step_s > 1.15 * prefetching.step_s);
   CHECK(at_use.zero_exposed_s > 2 * prefetching.zero_exposed_s);
 }
@@ -174,6 +173,7 @@ TEST_CASE("step: each strategy's constraints are input errors naming the flag") 
 
 TEST_CASE("step: activation checkpointing recomputes the forward exchanges") {
   StepConfig c = paper("llama-3.2-1b", {Strategy::ulysses});
+  c.zero = 2;  // ZeRO-3's gathers differ with recomputation (its uses prefetch differently): not counted here
   const StrategyResult plain = result(simulate_step(c), Strategy::ulysses);
   c.checkpointing = true;
   const StrategyResult ckpt = result(simulate_step(c), Strategy::ulysses);

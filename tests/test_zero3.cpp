@@ -7,7 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
+#include "memory_model.hpp"
 #include "model.hpp"
+#include "step_graph.hpp"
+#include "strategy.hpp"
 
 using namespace basp;
 
@@ -101,39 +104,76 @@ TEST_CASE("ZeRO-3: bad bucket and threshold values are refused with the flag") {
 
 // Llama-3.2-1B (tied embeddings) on the paper cluster, no checkpointing. Units gathered (norms stay
 // whole): the table E = 262,668,288 (embedding and head); per layer A = Q, K, V = 6,291,456 and
-// M = output + MLP = 54,525,952 (a layer 60,817,408). The step's uses: E, A0, M0, ..., A15, M15,
-// E (head forward), E (head backward), M15, A15, ..., M0, A0. Hooks that may prefetch 5e7 each:
-// 1 at E, 6 at A, 7 at M, 2 at the head; prefetching stops at 1e9 elements live.
+// M = output + MLP = 54,525,952 (a layer L = 60,817,408). The step's uses: E, A0, M0, ..., A15,
+// M15, E (head forward), E (head backward), M15, A15, ..., M0, A0, E (embedding backward). Module
+// hooks at each use, each prefetching up to 5e7 elements while fewer than 1e9 are live (its last
+// unit may pass either): 4 at the embedding forward, 6 at A and 7 at M forward, 2 at the head, 9
+// at M and 4 at A backward, 1 at the embedding backward.
 TEST_CASE("ZeRO-3: weights are prefetched and kept as DeepSpeed's coordinator does") {
   using G = std::vector<std::pair<int, std::string>>;
   const std::string f = "forward", b = "backward";
-  // E: gather E (live 262.7M), prefetch A0, M0 (60.8M >= 5e7). A0: E is used again within 1e9
-  // (16 layers, 973.1M): kept; prefetch up to 3e8: layers 1-5 (304.1M). M0: A0 released (live
-  // 621.3M); up to 3.5e8: layers 6-11 (364.9M). A1: M0 released (931.7M); up to 68.3M: layers 12,
-  // 13. A2: A1, M1 released (992.5M); up to 7.5M: layer 14. A3: layer 15. A4: the prefetcher
-  // passes the head's uses and the backward uses of layers 15-4 (resident: kept until then) and
-  // gathers M3. Nothing more is released until the head's backward ends: E is not used again, it is
-  // released (784.3M), and at M15's backward use the rest, A3, M2, A2, M1, A1, M0, A0 (188.7M), in
-  // one call.
-  CHECK(gathers("") == G{{-1, f}, {-1, f}, {0, f}, {0, f}, {1, f}, {2, f}, {3, f}, {4, f}, {15, b}});
+  // E: gather E (live 262.7M); its 4 hooks prefetch layers 0-3, one each (505.9M). A0: E is used
+  // again within 1e9 (M0 and 15 layers, 966.8M): kept; 6 hooks: layers 4-9 (870.8M). M0: A0
+  // released (864.5M); hooks: layers 10, 11, then 13.8M left: A12, M12 (1047.0M). A1: M0
+  // released (992.5M), 7.5M left: layer 13. A2: A1, M1 released: layer 14. A3: layer 15. A4: the
+  // prefetcher passes the head's uses and the backward uses of layers 15-4 (resident: kept until
+  // then) and gathers M3. Nothing is released until backward: E is used again at the embedding's
+  // backward, 16 layers (973.1M) on, so it stays. A15 backward: M15 is not used again (992.5M):
+  // A3, M2. A14: A2, M1. A13: A1, M0. A12: A0.
+  CHECK(gathers("") == G{{-1, f}, {-1, f}, {0, f}, {0, f}, {1, f}, {2, f}, {3, f}, {4, f}, {15, b}, {14, b}, {13, b},
+                         {12, b}});
   // No prefetching (max live 0): every unit gathered at its use, E once (used again within 1e9
-  // at the head). Kept into backward: layer l's units while the weights used in between stay under
+  // at the head, and then at the embedding's backward). Kept into backward: layer l's units while the weights used in between stay under
   // 1e9: for A_l, 2 M + 2 (15 - l) layers + 2 E = 999.3M at l = 12, 1,121M at l = 11. So layers
   // 15-12 are not gathered again, 11-0 are (M, then A).
   G at_use{{-1, f}};
   for (int l = 0; l < 16; ++l) at_use.insert(at_use.end(), {{l, f}, {l, f}});
   for (int l = 11; l >= 0; --l) at_use.insert(at_use.end(), {{l, b}, {l, b}});
   CHECK(gathers("--zero-max-live 0") == at_use);
-  // Nor any reuse: E again at the head's forward and backward, every layer again in backward.
+  // Nor any reuse: E again at the head's forward and backward, every layer again in backward, E
+  // again at the embedding's backward.
   G none{{-1, f}};
   for (int l = 0; l < 16; ++l) none.insert(none.end(), {{l, f}, {l, f}});
   none.insert(none.end(), {{-1, f}, {-1, b}});
   for (int l = 15; l >= 0; --l) none.insert(none.end(), {{l, b}, {l, b}});
+  none.push_back({-1, b});
   CHECK(gathers("--zero-max-live 0 --zero-reuse-distance 0") == none);
   // A window of 5 layers stands for the model's layers 0, 1, 8 (the middle one, extrapolated), 14
   // and 15, and each of their uses issues what it issues in the whole model: the embedding's two
-  // calls, A0's and M0's prefetches (layers 1-5, 6-11), A1's (12, 13), then nothing until layer
-  // 15's backward (the graph's layer 4) prefetches A3 ... A0. The prefetches of layers 14 and 15
-  // and of M3, issued at layers 2, 3 and 4's uses in the model, are the window's left-out uses.
-  CHECK(gathers("--layers-simulated 5") == G{{-1, f}, {-1, f}, {0, f}, {0, f}, {1, f}, {4, b}});
+  // calls, A0's and M0's prefetches, A1's, then nothing until layer 15's and 14's attention inputs
+  // in backward (the graph's layers 4 and 3). The model's calls at layers 2-4 forward and 13-12
+  // backward belong to the window's left-out uses.
+  CHECK(gathers("--layers-simulated 5") == G{{-1, f}, {-1, f}, {0, f}, {0, f}, {1, f}, {4, b}, {3, b}});
+}
+
+// The memory model's gathered weights bound what the coordinator holds at its peak, whatever the
+// limits: prefetching stops at max live (each hook's last unit and the unit in use may pass it),
+// but weights kept for reuse are bounded by the reuse distance instead (an independent review
+// found the earlier bound, max live plus two units, broken by reuse distances above max live).
+TEST_CASE("ZeRO-3: the memory model holds the coordinator's peak of gathered weights") {
+  for (const char* name : {"llama-3.2-1b", "llama-3.1-8b", "qwen3-4b"}) {
+    const ModelSpec m = load_model(name);
+    for (bool checkpointing : {false, true})
+      for (auto [max_live, reuse] : {std::pair{1e9, 1e9}, {0.0, 1e9}, {0.0, 2e9}, {0.0, 3e9}, {5e8, 0.0}, {2e8, 5e8}}) {
+        INFO(name << " checkpointing " << checkpointing << " max live " << max_live << " reuse " << reuse);
+        ZeroPlan z;
+        z.stage = 3;
+        z.shard_ranks = 8;
+        z.max_live_elements = max_live;
+        z.reuse_distance_elements = reuse;
+        StepCosts costs;
+        costs.embedding_gathered = double(m.vocab) * m.hidden;
+        costs.head_gathered = costs.embedding_gathered;
+        costs.layer_gathered = layer_parameters_at_least(m, z.persistence_threshold);
+        costs.attention_inputs_gathered = attention_input_parameters_at_least(m, z.persistence_threshold);
+        const Zero3Trace t = zero3_trace(m, costs, checkpointing);
+        const double peak =
+            coordinate_fetches(t.uses, t.unit_elements, {z.prefetch_elements, max_live, reuse}).peak_live;
+        const double bucket = std::min(z.reduce_bucket_elements, total_parameters(m));
+        const double largest = std::max(layer_parameters(m), costs.embedding_gathered);
+        Layout l;
+        const double held = memory_per_gpu(m, l, z, checkpointing).prefetch;
+        CHECK(2.0 * peak + 2.0 * std::max(largest, bucket) <= held);
+      }
+  }
 }

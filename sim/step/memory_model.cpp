@@ -24,9 +24,12 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Layout& l, const ZeroPl
     // DeepSpeed holds its reduce bucket (reduce_bucket_size elements, at most the model) as one
     // flat buffer; a module larger than the bucket needs its own gradients whole.
     const double bucket = zero.reduce_bucket_elements > 0 ? std::min(zero.reduce_bucket_elements, p) : 0.0;
-    // Prefetching stops once max_live elements are gathered; the unit in use and the last one
-    // prefetched may each pass it (step_graph.cpp).
-    const double live = std::min(p, std::max(zero.max_live_elements, 0.0) + 2 * largest);
+    // Prefetching stops once max_live elements are gathered (a hook's last unit and the unit in
+    // use may pass it); weights kept for reuse lie within the reuse distance ahead and are not
+    // bounded by max_live (zero3_fetches.cpp).
+    const double kept = std::max(std::max(zero.max_live_elements, zero.reuse_distance_elements), 0.0);
+    // Besides, each hook's last prefetched unit, and the unit in use, gathered regardless.
+    const double live = std::min(p, kept + 3 * largest);
     b.prefetch = e * (std::max(live, 2 * largest) + std::max(largest, bucket));
   }
   const double t = l.tokens_per_rank, d = m.hidden, f = m.ffn;

@@ -5,7 +5,6 @@
 
 #include "collective_bounds.hpp"
 #include "collectives.hpp"
-#include "zero3_fetches.hpp"
 
 #include <algorithm>
 #include <array>
@@ -84,13 +83,13 @@ class StepBuilder {
         bucket = 0;
       }
     };
-    use_weights(Fetch::embedding, -1, forward);
+    use_weights(Zero3Use::embedding, -1, forward);
     compute(Label::embedding, -1, forward, costs_.embedding[0]);
     for (int layer = 0; layer < layers; ++layer) layer_forward(layer, forward);
-    use_weights(Fetch::head, -1, forward);
+    use_weights(Zero3Use::head, -1, forward);
     compute(Label::lm_head, -1, forward, costs_.lm_head[0]);
     before_backward(costs_.head_gradients);
-    use_weights(Fetch::head, -1, backward);
+    use_weights(Zero3Use::head, -1, backward);
     compute(Label::lm_head, -1, backward, costs_.lm_head[1]);
     gradients_ready(costs_.head_gradients, -1);
     for (int layer = layers - 1; layer >= 0; --layer) {
@@ -100,7 +99,8 @@ class StepBuilder {
       gradients_ready(costs_.layer_parameters, layer);
     }
     before_backward(costs_.embedding_parameters);
-    compute(Label::embedding, -1, backward, costs_.embedding[1]);  // a scatter-add: needs no weights
+    use_weights(Zero3Use::embedding, -1, backward);
+    compute(Label::embedding, -1, backward, costs_.embedding[1]);
     gradients_ready(costs_.embedding_parameters, -1);
     if (bucket > 0) reduce_gradients(bucket, -1);  // what is left, once backward is done
     // Optimizer once every gradient is reduced; ZeRO-1/2 then gather the updated weights.
@@ -164,29 +164,7 @@ class StepBuilder {
   // each of their uses issues what that use issues in the whole model's trace, so the middle
   // layer sees what a middle layer of the model does (the uses of layers left out issue nothing:
   // the window's extrapolation counts the middle layer's for them).
-  enum class Fetch : std::uint8_t { embedding, head, attention_inputs, output_and_mlp };
-  // Module hooks DeepSpeed runs at each use (HF Llama): pre-attention: the decoder layer,
-  // input_layernorm, self_attn, q_proj, k_proj, v_proj; post-attention: o_proj,
-  // post_attention_layernorm, mlp, gate_proj, up_proj, act_fn, down_proj; the embedding; the
-  // head: the final norm and lm_head. Each may prefetch a bucket.
-  static int hooks(Fetch what) {
-    switch (what) {
-      case Fetch::embedding: return 1;
-      case Fetch::head: return 2;
-      case Fetch::attention_inputs: return 6;
-      default: return 7;
-    }
-  }
-
-  // For a model layer; -1 for the embedding and head.
-  std::size_t unit_index(Fetch what, int layer) const {
-    switch (what) {
-      case Fetch::embedding: return 0;
-      case Fetch::head: return model_.tied_embeddings ? 0 : 1;
-      case Fetch::attention_inputs: return 2 + 2 * std::size_t(layer);
-      default: return 3 + 2 * std::size_t(layer);
-    }
-  }
+  std::size_t unit_index(Zero3Use what, int layer) const { return zero3_unit(model_, what, layer); }
 
   // The model layer a layer of the graph stands for: a window's first half, its middle layer
   // (the one extrapolated) in the model's middle, the rest at the model's end.
@@ -199,35 +177,12 @@ class StepBuilder {
 
   void plan_fetches(bool checkpointing, int layers) {
     window_layers_ = layers;
-    const int all = model_.layers;
-    std::vector<double> elements(2 + 2 * std::size_t(all), 0.0);
-    elements[0] = costs_.embedding_gathered;
-    elements[unit_index(Fetch::head, -1)] = std::max(elements[unit_index(Fetch::head, -1)], costs_.head_gathered);
-    for (int l = 0; l < all; ++l) {
-      elements[unit_index(Fetch::attention_inputs, l)] = costs_.attention_inputs_gathered;
-      elements[unit_index(Fetch::output_and_mlp, l)] = costs_.layer_gathered - costs_.attention_inputs_gathered;
-    }
-    std::vector<WeightUse> trace;
-    const auto use = [&](Fetch what, int layer) { trace.push_back({unit_index(what, layer), hooks(what)}); };
-    use(Fetch::embedding, -1);
-    for (int l = 0; l < all; ++l) {
-      use(Fetch::attention_inputs, l);
-      use(Fetch::output_and_mlp, l);
-    }
-    use(Fetch::head, -1);  // forward
-    use(Fetch::head, -1);  // backward
-    for (int l = all - 1; l >= 0; --l) {
-      if (checkpointing) {
-        use(Fetch::attention_inputs, l);
-        use(Fetch::output_and_mlp, l);
-      }
-      use(Fetch::output_and_mlp, l);
-      use(Fetch::attention_inputs, l);
-    }
-    gathers_ = coordinate_fetches(trace, elements,
-                                  {zero_.prefetch_elements, zero_.max_live_elements, zero_.reuse_distance_elements});
-    trace_ = std::move(trace);
-    unit_elements_ = std::move(elements);
+    Zero3Trace t = zero3_trace(model_, costs_, checkpointing);
+    gathers_ = coordinate_fetches(t.uses, t.unit_elements,
+                                  {zero_.prefetch_elements, zero_.max_live_elements, zero_.reuse_distance_elements})
+                   .uses;
+    trace_ = std::move(t.uses);
+    unit_elements_ = std::move(t.unit_elements);
     unit_done_.assign(unit_elements_.size(), {});
   }
 
@@ -244,7 +199,7 @@ class StepBuilder {
 
   // The compute about to start uses unit (what, layer of the graph): the next use of its unit in
   // the model's trace; the uses before it belong to layers a window leaves out.
-  void use_weights(Fetch what, int layer, std::uint8_t pass) {
+  void use_weights(Zero3Use what, int layer, std::uint8_t pass) {
     if (trace_.empty()) return;
     const std::size_t unit = unit_index(what, layer < 0 ? layer : model_layer(layer));
     while (next_use_ < trace_.size() && trace_[next_use_].unit != unit) ++next_use_;
@@ -315,7 +270,7 @@ class StepBuilder {
   }
 
   void layer_forward(int layer, std::uint8_t pass) {
-    use_weights(Fetch::attention_inputs, layer, pass);
+    use_weights(Zero3Use::attention_inputs, layer, pass);
     compute(Label::pre_attention, layer, pass, costs_.pre_attention[0]);
     if (layout_.a2a) {
       alltoall(Label::a2a_q, layer, pass, layout_.q_bytes);
@@ -324,12 +279,12 @@ class StepBuilder {
     }
     attention(layer, pass);
     if (layout_.a2a) alltoall(Label::a2a_o, layer, pass, layout_.q_bytes);
-    use_weights(Fetch::output_and_mlp, layer, pass);
+    use_weights(Zero3Use::output_and_mlp, layer, pass);
     compute(Label::post_attention, layer, pass, costs_.post_attention[0]);
   }
 
   void layer_backward(int layer) {
-    use_weights(Fetch::output_and_mlp, layer, backward);
+    use_weights(Zero3Use::output_and_mlp, layer, backward);
     compute(Label::post_attention, layer, backward, costs_.post_attention[1]);
     if (layout_.a2a) alltoall(Label::a2a_do, layer, backward, layout_.q_bytes);
     attention(layer, backward);
@@ -338,7 +293,7 @@ class StepBuilder {
       alltoall(Label::a2a_dk, layer, backward, layout_.kv_bytes);
       alltoall(Label::a2a_dv, layer, backward, layout_.kv_bytes);
     }
-    use_weights(Fetch::attention_inputs, layer, backward);
+    use_weights(Zero3Use::attention_inputs, layer, backward);
     compute(Label::pre_attention, layer, backward, costs_.pre_attention[1]);
   }
 
@@ -366,7 +321,67 @@ class StepBuilder {
   StepTasks out_;
 };
 
+
+// Module hooks DeepSpeed runs at each use (Hugging Face Llama; each may prefetch a bucket).
+// Forward: the embedding: the model's root, its decoder stack, embed_tokens and rotary_emb;
+// pre-attention: the decoder layer, input_layernorm, self_attn, q_proj, k_proj, v_proj (and
+// q_norm, k_norm where the model has them); post-attention: o_proj, post_attention_layernorm,
+// mlp, gate_proj, up_proj, act_fn, down_proj; the head: the final norm and lm_head. Backward
+// hooks fire in reverse, and the decoder layer's and self_attn's before the MLP's: 9 at the
+// output and MLP, 4 (6) at the attention inputs; the head 2, the embedding 1.
+int deepspeed_hooks(const ModelSpec& m, Zero3Use what, bool backward) {
+  const int qk_norms = m.qk_norm ? 2 : 0;
+  switch (what) {
+    case Zero3Use::embedding: return backward ? 1 : 4;
+    case Zero3Use::head: return 2;
+    case Zero3Use::attention_inputs: return (backward ? 4 : 6) + qk_norms;
+    default: return backward ? 9 : 7;
+  }
+}
+
 }  // namespace
+
+std::size_t zero3_unit(const ModelSpec& m, Zero3Use what, int layer) {
+  switch (what) {
+    case Zero3Use::embedding: return 0;
+    case Zero3Use::head: return m.tied_embeddings ? 0 : 1;
+    case Zero3Use::attention_inputs: return 2 + 2 * std::size_t(layer);
+    default: return 3 + 2 * std::size_t(layer);
+  }
+}
+
+Zero3Trace zero3_trace(const ModelSpec& m, const StepCosts& costs, bool checkpointing) {
+  Zero3Trace t;
+  const int all = m.layers;
+  t.unit_elements.assign(2 + 2 * std::size_t(all), 0.0);
+  t.unit_elements[0] = costs.embedding_gathered;
+  double& head = t.unit_elements[zero3_unit(m, Zero3Use::head, -1)];
+  head = std::max(head, costs.head_gathered);
+  for (int l = 0; l < all; ++l) {
+    t.unit_elements[zero3_unit(m, Zero3Use::attention_inputs, l)] = costs.attention_inputs_gathered;
+    t.unit_elements[zero3_unit(m, Zero3Use::output_and_mlp, l)] = costs.layer_gathered - costs.attention_inputs_gathered;
+  }
+  const auto use = [&](Zero3Use what, int layer, bool backward) {
+    t.uses.push_back({zero3_unit(m, what, layer), deepspeed_hooks(m, what, backward)});
+  };
+  use(Zero3Use::embedding, -1, false);
+  for (int l = 0; l < all; ++l) {
+    use(Zero3Use::attention_inputs, l, false);
+    use(Zero3Use::output_and_mlp, l, false);
+  }
+  use(Zero3Use::head, -1, false);
+  use(Zero3Use::head, -1, true);
+  for (int l = all - 1; l >= 0; --l) {
+    if (checkpointing) {  // the recomputation runs the layer's forward, with its hooks
+      use(Zero3Use::attention_inputs, l, false);
+      use(Zero3Use::output_and_mlp, l, false);
+    }
+    use(Zero3Use::output_and_mlp, l, true);
+    use(Zero3Use::attention_inputs, l, true);
+  }
+  use(Zero3Use::embedding, -1, true);  // its scatter-add needs no weights, but DeepSpeed's hook fetches them
+  return t;
+}
 
 std::string_view span_name(Label label) { return labels[static_cast<int>(label)].name; }
 SpanKind span_kind(Label label) { return labels[static_cast<int>(label)].kind; }

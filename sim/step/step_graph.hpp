@@ -10,6 +10,7 @@
 #include "strategy.hpp"
 #include "stragglers.hpp"
 #include "topology.hpp"
+#include "zero3_fetches.hpp"
 
 #include <cstdint>
 #include <string_view>
@@ -94,6 +95,16 @@ StepTasks build_step(Engine& engine, Router& router, const Topology& topo, const
 // Per rank, averaged: time in all-to-all calls spent waiting for the group's last member to enter
 // (the latest entry of the group less the rank's own, summed over calls), over the built layers.
 double a2a_wait_s(const Engine& engine, const StepTasks& tasks, const Layout& layout, const RankFold& fold);
+
+// ZeRO-3's weight units and the step's uses of them in order (its trace), with the DeepSpeed
+// module hooks at each use (docs/cost-model.md): what coordinate_fetches replays.
+enum class Zero3Use : std::uint8_t { embedding, head, attention_inputs, output_and_mlp };
+std::size_t zero3_unit(const ModelSpec& model, Zero3Use what, int layer);  // layer: -1 for embedding and head
+struct Zero3Trace {
+  std::vector<WeightUse> uses;
+  std::vector<double> unit_elements;  // gathered per unit (tensors under the persistence threshold stay whole)
+};
+Zero3Trace zero3_trace(const ModelSpec& model, const StepCosts& costs, bool checkpointing);
 
 // Flows one layer's exchanges add to the graph (forward, backward and recomputation): all-to-all
 // pairs (4 tensors per pass) and ring sends.

@@ -6,9 +6,11 @@
 
 namespace basp {
 
-std::vector<UseGathers> coordinate_fetches(const std::vector<WeightUse>& trace,
-                                           const std::vector<double>& unit_elements, const FetchLimits& limits) {
-  std::vector<UseGathers> out(trace.size());
+FetchDecisions coordinate_fetches(const std::vector<WeightUse>& trace, const std::vector<double>& unit_elements,
+                                  const FetchLimits& limits) {
+  FetchDecisions decisions;
+  std::vector<UseGathers>& out = decisions.uses;
+  out.resize(trace.size());
   std::vector<char> resident(unit_elements.size(), 0);
   std::vector<std::size_t> held_until(unit_elements.size(), 0);  // a use the prefetcher passed while resident
   double live = 0;            // elements gathered and not released
@@ -16,6 +18,7 @@ std::vector<UseGathers> coordinate_fetches(const std::vector<WeightUse>& trace,
   auto gathered = [&](std::size_t u) {
     resident[u] = 1;
     live += unit_elements[u];
+    decisions.peak_live = std::max(decisions.peak_live, live);
   };
   // After a use: release its unit unless the trace uses it again within the reuse distance, or
   // the prefetcher passed its next use while it was resident.
@@ -38,23 +41,26 @@ std::vector<UseGathers> coordinate_fetches(const std::vector<WeightUse>& trace,
       gathered(u);
     }
     prefetched = std::max(prefetched, use + 1);
-    // Each hook pops uses until it has a bucket; the live limit is checked as the pops go, so the
-    // last unit may pass it, as DeepSpeed's does.
-    const double allowed = std::min(limits.max_live - live, trace[use].hooks * limits.prefetch_bucket);
-    double prefetching = 0;
+    // Each hook pops uses until it has a bucket or the live limit is reached, checked as it
+    // pops, so each hook's last unit may pass it, as DeepSpeed's does; the next hook sees what
+    // the previous ones gathered.
     std::vector<std::size_t>& prefetch = out[use].prefetch;
-    while (prefetched < trace.size() && prefetching < allowed) {
-      const std::size_t k = prefetched++;
-      const std::size_t next = trace[k].unit;
-      held_until[next] = std::max(held_until[next], k);  // DeepSpeed marks every use it pops
-      if (!resident[next] && std::find(prefetch.begin(), prefetch.end(), next) == prefetch.end()) {
-        prefetch.push_back(next);
-        prefetching += unit_elements[next];
+    for (int hook = 0; hook < trace[use].hooks; ++hook) {
+      const double allowed = std::min(limits.max_live - live, limits.prefetch_bucket);
+      double prefetching = 0;
+      while (prefetched < trace.size() && prefetching < allowed) {
+        const std::size_t k = prefetched++;
+        const std::size_t next = trace[k].unit;
+        held_until[next] = std::max(held_until[next], k);  // DeepSpeed marks every use it pops
+        if (!resident[next]) {
+          prefetch.push_back(next);
+          prefetching += unit_elements[next];
+          gathered(next);
+        }
       }
     }
-    for (std::size_t p : prefetch) gathered(p);
   }
-  return out;
+  return decisions;
 }
 
 }  // namespace basp

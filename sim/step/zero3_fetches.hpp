@@ -23,8 +23,13 @@ struct FetchLimits {
   double reuse_distance = 1e9;   // stage3_max_reuse_distance
 };
 
+struct FetchDecisions {
+  std::vector<UseGathers> uses;  // per use of the trace
+  double peak_live = 0;          // the most elements gathered at once (what the memory model bounds)
+};
+
 // The decisions depend on the trace and the sizes only, not on timing (docs/cost-model.md).
-std::vector<UseGathers> coordinate_fetches(const std::vector<WeightUse>& trace,
-                                           const std::vector<double>& unit_elements, const FetchLimits& limits);
+FetchDecisions coordinate_fetches(const std::vector<WeightUse>& trace, const std::vector<double>& unit_elements,
+                                  const FetchLimits& limits);
 
 }  // namespace basp
