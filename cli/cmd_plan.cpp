@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <tuple>
 #include <unistd.h>
 
 namespace basp::cli {
@@ -35,9 +34,7 @@ struct PlanArgs {
   int threads = 0;
   bool exhaustive = false;
   std::string svg_file;
-  // DeepSpeed's ZeRO-3 settings for the ZeRO-3 layouts (simulate's flags, DeepSpeed's defaults).
-  double zero_bucket = 5e8, zero_persistence = 1e5, zero_prefetch = 5e7, zero_max_live = 1e9,
-         zero_reuse_distance = 1e9;
+  Zero3Options zero3;  // for the ZeRO-3 layouts
 };
 
 std::string shown_number(double v) {
@@ -67,16 +64,9 @@ std::vector<std::string> simulate_args(const PlanArgs& a, const PlanReport& r, c
   if (p.strategy == Strategy::sp_dp) args.insert(args.end(), {"--replica-batch", std::to_string(c.replica_batch)});
   if (p.strategy == Strategy::usp)
     args.insert(args.end(), {"--ulysses-degree", std::to_string(c.ulysses_degree)});
-  if (c.zero == 3) {  // the ZeRO-3 settings that differ from DeepSpeed's defaults
-    const StepConfig defaults;
-    for (auto [flag, value, fallback] :
-         {std::tuple{"--zero-bucket", c.zero_reduce_bucket, defaults.zero_reduce_bucket},
-          std::tuple{"--zero-persistence", c.zero_persistence, defaults.zero_persistence},
-          std::tuple{"--zero-prefetch", c.zero_prefetch, defaults.zero_prefetch},
-          std::tuple{"--zero-max-live", c.zero_max_live, defaults.zero_max_live},
-          std::tuple{"--zero-reuse-distance", c.zero_reuse_distance, defaults.zero_reuse_distance}})
-      if (value != fallback) args.insert(args.end(), {flag, shown_number(value)});
-  }
+  if (c.zero == 3)  // the ZeRO-3 settings that differ from DeepSpeed's defaults
+    for (const Zero3Setting& z : zero3_settings)
+      if (c.*z.field != StepConfig{}.*z.field) args.insert(args.end(), {std::string(z.flag), shown_number(c.*z.field)});
   if (c.checkpointing) args.push_back("--checkpointing");
   if (c.accumulation > 1) args.insert(args.end(), {"--accumulation", std::to_string(c.accumulation)});
   return args;
@@ -193,11 +183,7 @@ PlanQuestion question_of(const PlanArgs& a) {
   }
   q.threads = a.threads;
   q.exhaustive = a.exhaustive;
-  q.job.zero_reduce_bucket = a.zero_bucket;
-  q.job.zero_persistence = a.zero_persistence;
-  q.job.zero_prefetch = a.zero_prefetch;
-  q.job.zero_max_live = a.zero_max_live;
-  q.job.zero_reuse_distance = a.zero_reuse_distance;
+  a.zero3.apply(q.job);
   return q;
 }
 
@@ -225,11 +211,8 @@ int run_plan(const PlanArgs& a) {
     j["config"] = {{"topology", rep.topology().name}, {"gpus", r.gpus}, {"nodes", rep.nodes()},
                    {"gpu", rep.gpu_kind}, {"model", rep.model.name}, {"seq", q.job.seq},
                    {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
-                   {"calibration", rep.config.calibration}, {"strategies", a.strategies},
-                   {"zero_reduce_bucket_elements", q.job.zero_reduce_bucket},
-                   {"zero_persistence_threshold_elements", q.job.zero_persistence},
-                   {"zero_prefetch_elements", q.job.zero_prefetch}, {"zero_max_live_elements", q.job.zero_max_live},
-                   {"zero_reuse_distance_elements", q.job.zero_reuse_distance}};
+                   {"calibration", rep.config.calibration}, {"strategies", a.strategies}};
+    for (const Zero3Setting& z : zero3_settings) j["config"][std::string(z.json)] = q.job.*z.field;
     j["enumerated"] = r.enumerated;
     j["evaluated"] = r.plans.size();
     j["shared_simulations"] =
@@ -360,21 +343,7 @@ void add_plan_command(CLI::App& app, Chosen& chosen) {
   sub->add_option("--threads", a->threads, "Configurations simulated at once (0 = every core)")
       ->check(CLI::Range(0, 1024))->capture_default_str();
   sub->add_option("--svg", a->svg_file, "Also draw throughput per strategy over SP degree and the Pareto front to FILE");
-  sub->add_option("--zero-bucket", a->zero_bucket,
-                  "ZeRO-3 layouts: gradient elements reduce-scattered at a time (DeepSpeed's reduce_bucket_size)")
-      ->capture_default_str();
-  sub->add_option("--zero-prefetch", a->zero_prefetch,
-                  "ZeRO-3 layouts: weight elements each module hook may prefetch (stage3_prefetch_bucket_size)")
-      ->capture_default_str();
-  sub->add_option("--zero-max-live", a->zero_max_live,
-                  "ZeRO-3 layouts: gathered weight elements prefetching may hold (stage3_max_live_parameters)")
-      ->capture_default_str();
-  sub->add_option("--zero-reuse-distance", a->zero_reuse_distance,
-                  "ZeRO-3 layouts: weights used again within this many elements are kept (stage3_max_reuse_distance)")
-      ->capture_default_str();
-  sub->add_option("--zero-persistence", a->zero_persistence,
-                  "ZeRO-3 layouts: tensors of fewer elements stay whole (stage3_param_persistence_threshold)")
-      ->capture_default_str();
+  a->zero3.add_to(*sub, "ZeRO-3 layouts: ");
   sub->add_flag("--exhaustive", a->exhaustive,
                 "Simulate every layout that fits, also those that a simulated plan of their strategy with no more memory beats for sure");
   sub->callback([a, &chosen] {

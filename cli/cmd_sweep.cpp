@@ -94,6 +94,9 @@ std::vector<Variation> parse_variations(const std::vector<std::string>& specs) {
 // checked exactly as `basp simulate` checks it.
 SimulateArgs apply(const SimulateArgs& base, const std::vector<Variation>& vars, const std::vector<std::size_t>& pick) {
   SimulateArgs a = base;
+  // ZeRO-3 settings given for the whole sweep apply to its ZeRO-3 rows; only a varied one is
+  // refused in a row of another stage.
+  a.zero3.given = {};
   CLI::App app;
   add_simulate_options(app, a);
   std::vector<std::string> argv;
@@ -179,9 +182,15 @@ int run_sweep(const SweepCommand& cmd) {
       if (format == Format::json) json_rows.push_back({{"vary", varied}, {"config", config_json(rep)}, {"results", results}});
     } catch (const InputError& e) {
       if (first_error.empty()) first_error = e.what();
-      if (format == Format::csv) std::cout << cells << std::string(std::count(csv_header().begin(), csv_header().end(), ','), ',') << ",\"" << e.what() << "\"\n";
-      else if (format == Format::json) json_rows.push_back({{"vary", varied}, {"error", e.what()}});
-      else std::printf("%s-- not possible: %s\n", cells.c_str(), e.what());
+      if (format == Format::csv) {
+        const std::string header = csv_header();  // one string: begin() and end() of the same
+        std::cout << cells << std::string(std::count(header.begin(), header.end(), ','), ',') << ",\"" << e.what()
+                  << "\"\n";
+      } else if (format == Format::json) {
+        json_rows.push_back({{"vary", varied}, {"error", e.what()}});
+      } else {
+        std::printf("%s-- not possible: %s\n", cells.c_str(), e.what());
+      }
     }
     std::fflush(stdout);
     for (std::size_t i = vars.size(); i-- > 0;) {  // odometer: the last key varies fastest

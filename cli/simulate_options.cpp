@@ -13,6 +13,22 @@
 
 namespace basp::cli {
 
+Zero3Options::Zero3Options() {
+  const StepConfig defaults;
+  for (std::size_t i = 0; i < zero3_settings.size(); ++i) values[i] = defaults.*zero3_settings[i].field;
+}
+
+void Zero3Options::add_to(CLI::App& app, const std::string& help_prefix) {
+  for (std::size_t i = 0; i < zero3_settings.size(); ++i)
+    app.add_option(std::string(zero3_settings[i].flag), values[i], help_prefix + std::string(zero3_settings[i].help))
+        ->capture_default_str()
+        ->each([this, i](const std::string&) { given[i] = true; });
+}
+
+void Zero3Options::apply(StepConfig& c) const {
+  for (std::size_t i = 0; i < zero3_settings.size(); ++i) c.*zero3_settings[i].field = values[i];
+}
+
 void add_simulate_options(CLI::App& app, SimulateArgs& a) {
   a.topo.add_to(app, "paper-a100-2x4");
   app.add_option("--model,-m", a.model, "Shipped model name (models/NAME.yaml) or a YAML file")->capture_default_str();
@@ -33,28 +49,7 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
   app.add_option("--zero-group", a.zero_group,
                  "Shard within groups of M ranks, replicate and all-reduce across them (hpZ/HSDP; 0 = all ranks)")
       ->check(CLI::Range(0, 1 << 24))->capture_default_str();
-  // DeepSpeed's ZeRO-3 settings: refused under another stage, where they would change nothing.
-  a.zero3_only = {
-      app.add_option("--zero-bucket", a.zero_bucket,
-                     "ZeRO-3: gradient elements reduce-scattered at a time (DeepSpeed's reduce_bucket_size; 0 = "
-                     "every module's gradients at once)")
-          ->capture_default_str(),
-      app.add_option("--zero-prefetch", a.zero_prefetch,
-                     "ZeRO-3: weight elements each module hook may prefetch (DeepSpeed's "
-                     "stage3_prefetch_bucket_size; 0 = none: each weight gathered at its use)")
-          ->capture_default_str(),
-      app.add_option("--zero-max-live", a.zero_max_live,
-                     "ZeRO-3: prefetching stops while this many gathered weight elements are held (DeepSpeed's "
-                     "stage3_max_live_parameters)")
-          ->capture_default_str(),
-      app.add_option("--zero-reuse-distance", a.zero_reuse_distance,
-                     "ZeRO-3: gathered weights used again within this many elements of other weights are kept "
-                     "(DeepSpeed's stage3_max_reuse_distance)")
-          ->capture_default_str(),
-      app.add_option("--zero-persistence", a.zero_persistence,
-                     "ZeRO-3: tensors of fewer elements stay whole on every rank, never gathered (DeepSpeed's "
-                     "stage3_param_persistence_threshold)")
-          ->capture_default_str()};
+  a.zero3.add_to(app, "ZeRO-3: ");
   app.add_flag("--checkpointing", a.checkpointing, "Full activation checkpointing (recomputes each layer's forward)");
   app.add_option("--calibration", a.calibration,
                  "Calibration name or file (default: the topology's own; 'none': documented defaults)");
@@ -146,17 +141,13 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.strategies = parse_strategies(a.strategies);
   c.placement = a.placement == "strided" ? Placement::strided : Placement::contiguous;
   c.zero = a.zero;
-  for (const CLI::Option* o : a.zero3_only)
-    if (a.zero != 3 && o->count() > 0)
-      throw InputError("", 0, o->get_name(),
+  for (std::size_t i = 0; i < zero3_settings.size(); ++i)
+    if (a.zero != 3 && a.zero3.given[i])
+      throw InputError("", 0, std::string(zero3_settings[i].flag),
                        "is a DeepSpeed ZeRO-3 setting; with --zero " + std::to_string(a.zero) +
                            " it would change nothing (drop it, or use --zero 3)");
+  a.zero3.apply(c);
   c.zero_group = a.zero_group;
-  c.zero_reduce_bucket = a.zero_bucket;
-  c.zero_persistence = a.zero_persistence;
-  c.zero_prefetch = a.zero_prefetch;
-  c.zero_max_live = a.zero_max_live;
-  c.zero_reuse_distance = a.zero_reuse_distance;
   c.checkpointing = a.checkpointing;
   c.calibration = a.calibration;
   c.replica_batch = a.replica_batch;

@@ -8,11 +8,21 @@
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace basp::cli {
+
+// DeepSpeed's ZeRO-3 settings (zero3_settings) as flags, for simulate, sweep and plan.
+struct Zero3Options {
+  std::array<double, zero3_settings.size()> values;  // DeepSpeed's defaults (StepConfig's) until given
+  std::array<bool, zero3_settings.size()> given{};   // set by CLI11 as it parses each flag
+  Zero3Options();
+  void add_to(CLI::App& app, const std::string& help_prefix);
+  void apply(StepConfig& c) const;
+};
 
 struct SimulateArgs {
   TopologyOptions topo;
@@ -25,12 +35,7 @@ struct SimulateArgs {
   std::string placement = "contiguous";
   int zero = 3;
   int zero_group = 0;
-  double zero_bucket = 5e8;
-  double zero_persistence = 1e5;
-  double zero_prefetch = 5e7;
-  double zero_max_live = 1e9;
-  double zero_reuse_distance = 1e9;
-  std::vector<const CLI::Option*> zero3_only;  // the flags above: given with another stage, refused
+  Zero3Options zero3;  // given with another stage: refused
   bool checkpointing = false;
   std::string calibration;
   int replica_batch = 1;

@@ -1,12 +1,15 @@
 // ZeRO-3 as DeepSpeed runs it: gradients reduce-scattered in buckets of reduce_bucket_size
 // elements, tensors under the persistence threshold never gathered, weights prefetched and kept by
 // DeepSpeed's parameter coordinator. Expectations derived by hand.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
+#include "cost_model.hpp"
+#include "gpu_kind.hpp"
 #include "memory_model.hpp"
 #include "model.hpp"
 #include "step_graph.hpp"
@@ -92,6 +95,21 @@ TEST_CASE("ZeRO-3: its settings are refused under another stage, where they woul
   CHECK(basp::test::basp_cli("simulate --zero 3 --zero-bucket 1e8").code == 0);
 }
 
+// A sweep's own ZeRO-3 settings serve its ZeRO-3 rows; a varied one is refused in a row of
+// another stage, and a CSV row says why (each row is the header's width).
+TEST_CASE("ZeRO-3: sweeps keep their settings for ZeRO-3 rows and refuse varied ones elsewhere") {
+  const auto kept = basp::test::basp_cli("sweep --vary zero=2,3 --zero-bucket 1e8 --strategy ulysses --csv", false);
+  REQUIRE(kept.code == 0);
+  CHECK_THAT(kept.out, !Catch::Contains("ZeRO-3 setting"));
+  CHECK(std::count(kept.out.begin(), kept.out.end(), '\n') == 3);  // the header and two rows
+  const auto refused = basp::test::basp_cli("sweep --vary zero-bucket=1e8,2e8 --zero 2 --strategy ulysses --csv");
+  CHECK(refused.code == 2);
+  CHECK_THAT(refused.out, Catch::Contains("'--zero-bucket': is a DeepSpeed ZeRO-3 setting"));
+  const std::string header = refused.out.substr(0, refused.out.find('\n'));
+  const std::string row = refused.out.substr(header.size() + 1, refused.out.find('\n', header.size() + 1) - header.size() - 1);
+  CHECK(std::count(row.begin(), row.end(), ',') >= std::count(header.begin(), header.end(), ','));
+}
+
 TEST_CASE("ZeRO-3: bad bucket and threshold values are refused with the flag") {
   for (const char* args : {"--zero-bucket -1", "--zero-persistence -5", "--zero-bucket nan", "--zero-prefetch -1",
                            "--zero-max-live inf", "--zero-reuse-distance -2"}) {
@@ -161,17 +179,13 @@ TEST_CASE("ZeRO-3: the memory model holds the coordinator's peak of gathered wei
         z.shard_ranks = 8;
         z.max_live_elements = max_live;
         z.reuse_distance_elements = reuse;
-        StepCosts costs;
-        costs.embedding_gathered = double(m.vocab) * m.hidden;
-        costs.head_gathered = costs.embedding_gathered;
-        costs.layer_gathered = layer_parameters_at_least(m, z.persistence_threshold);
-        costs.attention_inputs_gathered = attention_input_parameters_at_least(m, z.persistence_threshold);
+        Layout l;
+        const StepCosts costs = step_costs(CostModel{m, *lookup_gpu_kind("A100-40GB"), {}}, l, z);
         const Zero3Trace t = zero3_trace(m, costs, checkpointing);
         const double peak =
             coordinate_fetches(t.uses, t.unit_elements, {z.prefetch_elements, max_live, reuse}).peak_live;
         const double bucket = std::min(z.reduce_bucket_elements, total_parameters(m));
         const double largest = std::max(layer_parameters(m), costs.embedding_gathered);
-        Layout l;
         const double held = memory_per_gpu(m, l, z, checkpointing).prefetch;
         CHECK(2.0 * peak + 2.0 * std::max(largest, bucket) <= held);
       }

@@ -8,7 +8,9 @@
 #include "stragglers.hpp"
 #include "topology_file.hpp"
 
+#include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace basp {
@@ -56,5 +58,33 @@ struct StepConfig {
   // Slow GPUs, slow links and compute jitter (docs/cost-model.md): ranks differ, the full engine runs.
   Stragglers stragglers;
 };
+
+// DeepSpeed's ZeRO-3 settings above, one row each: the flag that sets it (simulate, sweep, plan),
+// its key in JSON reports, and what it does. Flags, checks and reports all go through this table.
+struct Zero3Setting {
+  std::string_view flag, json, help;
+  double StepConfig::*field;
+};
+inline constexpr std::array<Zero3Setting, 5> zero3_settings{{
+    {"--zero-bucket", "zero_reduce_bucket_elements",
+     "gradient elements reduce-scattered at a time (DeepSpeed's reduce_bucket_size; 0 = every module's gradients "
+     "at once)",
+     &StepConfig::zero_reduce_bucket},
+    {"--zero-persistence", "zero_persistence_threshold_elements",
+     "tensors of fewer elements stay whole on every rank, never gathered (DeepSpeed's "
+     "stage3_param_persistence_threshold)",
+     &StepConfig::zero_persistence},
+    {"--zero-prefetch", "zero_prefetch_elements",
+     "weight elements each module hook may prefetch (DeepSpeed's stage3_prefetch_bucket_size; 0 = none: each "
+     "weight gathered at its use)",
+     &StepConfig::zero_prefetch},
+    {"--zero-max-live", "zero_max_live_elements",
+     "prefetching stops while this many gathered weight elements are held (DeepSpeed's stage3_max_live_parameters)",
+     &StepConfig::zero_max_live},
+    {"--zero-reuse-distance", "zero_reuse_distance_elements",
+     "gathered weights used again within this many elements of other weights are kept (DeepSpeed's "
+     "stage3_max_reuse_distance)",
+     &StepConfig::zero_reuse_distance},
+}};
 
 }  // namespace basp

@@ -164,8 +164,6 @@ class StepBuilder {
   // each of their uses issues what that use issues in the whole model's trace, so the middle
   // layer sees what a middle layer of the model does (the uses of layers left out issue nothing:
   // the window's extrapolation counts the middle layer's for them).
-  std::size_t unit_index(Zero3Use what, int layer) const { return zero3_unit(model_, what, layer); }
-
   // The model layer a layer of the graph stands for: a window's first half, its middle layer
   // (the one extrapolated) in the model's middle, the rest at the model's end.
   int model_layer(int layer) const {
@@ -201,7 +199,7 @@ class StepBuilder {
   // the model's trace; the uses before it belong to layers a window leaves out.
   void use_weights(Zero3Use what, int layer, std::uint8_t pass) {
     if (trace_.empty()) return;
-    const std::size_t unit = unit_index(what, layer < 0 ? layer : model_layer(layer));
+    const std::size_t unit = zero3_unit(model_, what, layer < 0 ? layer : model_layer(layer));
     while (next_use_ < trace_.size() && trace_[next_use_].unit != unit) ++next_use_;
     if (next_use_ == trace_.size()) throw std::logic_error("build_step: ZeRO-3 weights used out of their trace's order");
     const UseGathers& g = gathers_[next_use_++];
@@ -350,6 +348,8 @@ std::size_t zero3_unit(const ModelSpec& m, Zero3Use what, int layer) {
   }
 }
 
+int zero3_gathers_per_layer(bool checkpointing) { return checkpointing ? 6 : 4; }
+
 Zero3Trace zero3_trace(const ModelSpec& m, const StepCosts& costs, bool checkpointing) {
   Zero3Trace t;
   const int all = m.layers;
@@ -475,9 +475,8 @@ ExchangeFlows exchange_flows_per_layer(const Layout& l, bool checkpointing) {
 
 double flows_per_layer(const Layout& l, bool checkpointing, const Topology& topo) {
   const auto [a2a, ring] = exchange_flows_per_layer(l, checkpointing);
-  // ZeRO-3 gathers (at most two units at each use: forward, recomputation, backward) and a
-  // reduction: ring edges, one channel per NIC at most.
-  const double zero = ((checkpointing ? 6.0 : 4.0) + 1.0) * l.ranks * std::max(1, topo.gpus_per_node);
+  // ZeRO-3 gathers and a reduction: ring edges, one channel per NIC at most.
+  const double zero = (zero3_gathers_per_layer(checkpointing) + 1.0) * l.ranks * std::max(1, topo.gpus_per_node);
   return a2a + ring + zero;
 }
 

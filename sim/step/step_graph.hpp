@@ -105,6 +105,9 @@ struct Zero3Trace {
   std::vector<double> unit_elements;  // gathered per unit (tensors under the persistence threshold stay whole)
 };
 Zero3Trace zero3_trace(const ModelSpec& model, const StepCosts& costs, bool checkpointing);
+// Gather calls a layer makes, for estimates: one per use of its two units (forward, backward and
+// recomputation); a use that gathers its own unit and prefetches makes two, which is rare.
+int zero3_gathers_per_layer(bool checkpointing);
 
 // Flows one layer's exchanges add to the graph (forward, backward and recomputation): all-to-all
 // pairs (4 tensors per pass) and ring sends.

@@ -88,8 +88,7 @@ EngineEstimate engine_estimate(const Run& run, const StrategyGraph& g) {
   // successor in the channel that enters its node plus one edge out of the node per channel: at
   // most 2 per rank per call); the other modules make ZeRO calls only.
   const auto [a2a, ring] = exchange_flows_per_layer(l, run.config.checkpointing);
-  // ZeRO-3 gathers at most its two units per layer at each use: forward, recomputation, backward.
-  const int gathers = run.zero.stage == 3 ? (run.config.checkpointing ? 6 : 4) : 0;
+  const int gathers = run.zero.stage == 3 ? zero3_gathers_per_layer(run.config.checkpointing) : 0;
   const int calls = gathers + 1 + (run.zero.stage > 0 && !g.groups.replica.empty() ? 1 : 0);
   const double zero = 2.0 * calls * l.ranks;
   // Engine::memory_bytes measured per flow built (its task, dependencies, hops and solver state,
@@ -339,17 +338,16 @@ void resolve_job(StepConfig& c, int available, const std::string& topology) {
                                                 std::to_string(c.gpus) + " GPUs");
   if (c.zero == 0 && c.zero_group != c.gpus)
     throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
-  if (!(c.zero_reduce_bucket >= 0) || !std::isfinite(c.zero_reduce_bucket))
-    throw InputError("", 0, "--zero-bucket", "must be a number of elements, 0 or more (DeepSpeed's default 5e8)");
-  if (!(c.zero_prefetch >= 0) || !std::isfinite(c.zero_prefetch))
-    throw InputError("", 0, "--zero-prefetch", "must be a number of elements, 0 or more (DeepSpeed's default 5e7)");
-  if (!(c.zero_max_live >= 0) || !std::isfinite(c.zero_max_live))
-    throw InputError("", 0, "--zero-max-live", "must be a number of elements, 0 or more (DeepSpeed's default 1e9)");
-  if (!(c.zero_reuse_distance >= 0) || !std::isfinite(c.zero_reuse_distance))
-    throw InputError("", 0, "--zero-reuse-distance",
-                     "must be a number of elements, 0 or more (DeepSpeed's default 1e9)");
-  if (!(c.zero_persistence >= 0) || !std::isfinite(c.zero_persistence))
-    throw InputError("", 0, "--zero-persistence", "must be a number of elements, 0 or more (DeepSpeed's default 1e5)");
+  for (const Zero3Setting& z : zero3_settings) {
+    const double v = c.*z.field, fallback = StepConfig{}.*z.field;
+    if (!(v >= 0) || !std::isfinite(v)) {
+      const int exponent = static_cast<int>(std::floor(std::log10(fallback)));
+      char shown[32];  // as DeepSpeed's documentation writes it: 5e8
+      std::snprintf(shown, sizeof shown, "%ge%d", fallback / std::pow(10.0, exponent), exponent);
+      throw InputError("", 0, std::string(z.flag),
+                       std::string("must be a number of elements, 0 or more (DeepSpeed's default ") + shown + ")");
+    }
+  }
   if (c.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
   if (c.accumulation < 1) throw InputError("", 0, "--accumulation", "must be at least 1 micro-step");
   const Stragglers& s = c.stragglers;

@@ -17,10 +17,10 @@ struct UseGathers {
   std::vector<std::size_t> prefetch;  // then these units, in one call (empty: none)
 };
 
-struct FetchLimits {
-  double prefetch_bucket = 5e7;  // stage3_prefetch_bucket_size: per hook
-  double max_live = 1e9;         // stage3_max_live_parameters
-  double reuse_distance = 1e9;   // stage3_max_reuse_distance
+struct FetchLimits {      // in elements (DeepSpeed's defaults: StepConfig's)
+  double prefetch_bucket;  // stage3_prefetch_bucket_size: per hook
+  double max_live;         // stage3_max_live_parameters
+  double reuse_distance;   // stage3_max_reuse_distance
 };
 
 struct FetchDecisions {
