@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -33,6 +34,7 @@ struct PlanArgs {
   int top = 10;
   int threads = 0;
   bool exhaustive = false;
+  double front_within = 2.0;
   std::string svg_file;
   Zero3Options zero3;  // for the ZeRO-3 layouts
 };
@@ -156,7 +158,7 @@ std::string plan_svg(const PlanReport& r, const std::vector<Strategy>& strategie
     front.series.push_back(std::move(dots));
   }
   ChartSeries pareto{"Pareto front", {}, true, 6};
-  for (const Plan* p : pareto_front(r.plans))
+  for (const Plan* p : pareto_front(r.plans, r.front_limit_s))
     pareto.points.push_back({p->result.memory.total() / (1024.0 * 1024 * 1024), p->result.tokens_per_s});
   front.series.push_back(std::move(pareto));
   return svg_charts({by_sp, front});
@@ -183,6 +185,9 @@ PlanQuestion question_of(const PlanArgs& a) {
   }
   q.threads = a.threads;
   q.exhaustive = a.exhaustive;
+  q.front_within = a.front_within;
+  if (!(q.front_within == 0 || q.front_within >= 1))
+    throw InputError("", 0, "--front-within", "must be 0 (no limit) or at least 1 (times the best plan's time)");
   a.zero3.apply(q.job);
   return q;
 }
@@ -211,7 +216,8 @@ int run_plan(const PlanArgs& a) {
     j["config"] = {{"topology", rep.topology().name}, {"gpus", r.gpus}, {"nodes", rep.nodes()},
                    {"gpu", rep.gpu_kind}, {"model", rep.model.name}, {"seq", q.job.seq},
                    {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
-                   {"calibration", rep.config.calibration}, {"strategies", a.strategies}};
+                   {"calibration", rep.config.calibration}, {"strategies", a.strategies},
+                   {"front_within", a.exhaustive ? 0.0 : q.front_within}};
     for (const Zero3Setting& z : zero3_settings) j["config"][std::string(z.json)] = q.job.*z.field;
     j["enumerated"] = r.enumerated;
     j["evaluated"] = r.plans.size();
@@ -234,7 +240,8 @@ int run_plan(const PlanArgs& a) {
     j["plans"] = nlohmann::json::array();
     for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(a, r, r.plans[i], int(i) + 1));
     j["pareto_front"] = nlohmann::json::array();
-    for (const Plan* p : pareto_front(r.plans)) j["pareto_front"].push_back(int(p - r.plans.data()) + 1);
+    for (const Plan* p : pareto_front(r.plans, r.front_limit_s))
+      j["pareto_front"].push_back(int(p - r.plans.data()) + 1);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -287,8 +294,13 @@ int run_plan(const PlanArgs& a) {
         row(r.plans[i], int(i) + 1);
         break;
       }
-  std::printf("#\n# Pareto front: throughput against memory per GPU (none is faster with less memory)\n");
-  for (const Plan* p : pareto_front(r.plans)) row(*p, int(p - r.plans.data()) + 1);
+  if (std::isfinite(r.front_limit_s))
+    std::printf("#\n# Pareto front: throughput against memory per GPU (none is faster with less memory), among plans\n"
+                "# within %gx the best plan's time (%s per batch; --front-within)\n",
+                q.front_within, format_time(r.front_limit_s).c_str());
+  else
+    std::printf("#\n# Pareto front: throughput against memory per GPU (none is faster with less memory)\n");
+  for (const Plan* p : pareto_front(r.plans, r.front_limit_s)) row(*p, int(p - r.plans.data()) + 1);
   if (!r.not_simulated.empty()) {
     const PlanCandidate& fastest = r.not_simulated.front();  // by bound
     const bool could_win = fastest.bound_s < r.plans.front().global_batch_s;
@@ -344,8 +356,13 @@ void add_plan_command(CLI::App& app, Chosen& chosen) {
       ->check(CLI::Range(0, 1024))->capture_default_str();
   sub->add_option("--svg", a->svg_file, "Also draw throughput per strategy over SP degree and the Pareto front to FILE");
   a->zero3.add_to(*sub, "ZeRO-3 layouts: ");
+  sub->add_option("--front-within", a->front_within,
+                  "The Pareto front covers plans up to this many times the best plan's time; layouts a lower bound "
+                  "puts beyond it are not simulated once their strategy's best is known (0 = no limit)")
+      ->capture_default_str();
   sub->add_flag("--exhaustive", a->exhaustive,
-                "Simulate every layout that fits, also those that a simulated plan of their strategy with no more memory beats for sure");
+                "Simulate every layout that fits, also those that a simulated plan of their strategy with no more "
+                "memory, or the --front-within limit, rules out for sure");
   sub->callback([a, &chosen] {
     chosen.check = [a] { question_of(*a); };
     chosen.run = [a] { return run_plan(*a); };

@@ -253,6 +253,8 @@ PlanReport plan(const PlanQuestion& q) {
   const auto t0 = std::chrono::steady_clock::now();
   if (q.global_batch < 1) throw InputError("", 0, "--global-batch", "must be at least 1 sequence");
   if (q.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
+  if (!(q.front_within == 0 || q.front_within >= 1))
+    throw InputError("", 0, "--front-within", "must be 0 (no limit) or at least 1 (times the best plan's time)");
   PlanReport r;
   r.setup = prepare_step(q.job);
   const StepReport& rep = r.setup.report;
@@ -313,8 +315,21 @@ PlanReport plan(const PlanQuestion& q) {
     return false;
   };
   double best_s = std::numeric_limits<double>::infinity();
+  // A layout is also left out when its bound is over front_within times the best time and a
+  // simulated plan of its strategy is no slower than that bound: it can then be neither the best,
+  // nor its strategy's best, nor on the Pareto front (which covers plans within that factor).
+  const bool front_limited = !q.exhaustive && q.front_within > 0 && std::isfinite(q.front_within);
+  auto beyond_front = [&](const PlanCandidate& c) {
+    if (!front_limited || !(c.bound_s > q.front_within * best_s)) return false;
+    for (auto [memory, time] : simulated_by[c.strategy])
+      if (time <= c.bound_s) return true;
+    return false;
+  };
   std::size_t simulated_count = 0, decided = 0, bounded = 0;
   const std::string beaten = "beaten by a plan of its strategy with no more memory (lower bound)";
+  std::ostringstream factor;
+  factor << q.front_within;
+  const std::string slow = "over " + factor.str() + "x the best plan's time and not its strategy's best (lower bound)";
   const std::string too_big = "its simulation would need more host memory than allowed";
   std::set<std::pair<double, std::size_t>> refined;  // (critical-path bound, candidate)
   auto graph_key = [&](const PlanCandidate& c) {
@@ -336,6 +351,8 @@ PlanReport plan(const PlanQuestion& q) {
         ++decided;
         if (dominated(candidates[i])) {
           ++r.pruned[beaten];
+        } else if (beyond_front(candidates[i])) {
+          ++r.pruned[slow];
         } else if (!(candidates[i].simulation_bytes <= r.simulation_memory_bytes)) {  // NaN too
           ++r.pruned[too_big];
           r.not_simulated.push_back(candidates[i]);
@@ -350,6 +367,9 @@ PlanReport plan(const PlanQuestion& q) {
         if (dominated(candidates[i])) {
           ++decided;
           ++r.pruned[beaten];
+        } else if (beyond_front(candidates[i])) {
+          ++decided;
+          ++r.pruned[slow];
         } else {
           slice.push_back(i);
         }
@@ -421,13 +441,16 @@ PlanReport plan(const PlanQuestion& q) {
   for (const Plan& p : r.plans)
     if (p.candidate.strategy == Strategy::ulysses) best_ulysses = std::max(best_ulysses, p.result.tokens_per_s);
   for (Plan& p : r.plans) p.speedup_vs_best_ulysses = best_ulysses > 0 ? p.result.tokens_per_s / best_ulysses : 0;
+  r.front_limit_s = front_limited ? q.front_within * r.plans.front().global_batch_s
+                                  : std::numeric_limits<double>::infinity();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
-std::vector<const Plan*> pareto_front(const std::vector<Plan>& plans) {
+std::vector<const Plan*> pareto_front(const std::vector<Plan>& plans, double slowest_s) {
   std::vector<const Plan*> by_memory;
-  for (const Plan& p : plans) by_memory.push_back(&p);
+  for (const Plan& p : plans)
+    if (p.global_batch_s <= slowest_s) by_memory.push_back(&p);
   std::stable_sort(by_memory.begin(), by_memory.end(), [](const Plan* a, const Plan* b) {
     if (a->candidate.memory_bytes != b->candidate.memory_bytes) return a->candidate.memory_bytes < b->candidate.memory_bytes;
     return a->result.tokens_per_s > b->result.tokens_per_s;

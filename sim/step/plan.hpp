@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ struct PlanQuestion {
   // machine's physical memory). A layout whose simulation alone would need more is not simulated.
   double simulation_memory_bytes = 0;
   bool exhaustive = false;        // simulate every layout that fits, even those that cannot win
+  // The Pareto front covers the plans up to this many times the best plan's time per global batch:
+  // a layout whose bound is beyond it is not simulated once a plan of its strategy is no slower than
+  // that bound (it can then be neither the best nor its strategy's best). 0: no limit.
+  double front_within = 2.0;
   std::function<void(const PlanProgress&)> progress;  // called from the calling thread
 };
 
@@ -69,6 +74,9 @@ struct PlanReport {
   // Layouts that could not be left out but whose simulation alone would exceed that budget, by
   // bound: the ranking is exact only among the others (plan_report says when one could have won).
   std::vector<PlanCandidate> not_simulated;
+  // Plans slower than this (front_within times the best) are left off the Pareto front; infinite
+  // when the question sets no limit.
+  double front_limit_s = 0;
   double wall_s = 0;
 };
 
@@ -79,7 +87,9 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
 // Throws InputError (exit 2) when no layout reaches the global batch or none fits in memory.
 PlanReport plan(const PlanQuestion& q);
 
-// Plans no other beats in both throughput and memory per GPU, by memory ascending.
-std::vector<const Plan*> pareto_front(const std::vector<Plan>& plans);
+// Plans no other beats in both throughput and memory per GPU, by memory ascending, among those
+// whose time per global batch is at most `slowest_s`.
+std::vector<const Plan*> pareto_front(const std::vector<Plan>& plans,
+                                      double slowest_s = std::numeric_limits<double>::infinity());
 
 }  // namespace basp
