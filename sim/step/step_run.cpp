@@ -140,6 +140,13 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   Engine engine(fold.quotient_capacities(capacities));
   engine.publish_progress(run.options.engine_progress);
   Router& router = run.cache.router(g.net.topo);
+  // Room for the estimated graph up front: grown by doubling, the arrays were copied into fresh
+  // pages whose zeroing by the kernel took a third of a 16,384-GPU step's wall (bench/README.md).
+  // Capacity never written costs no physical memory. Tasks: the flows and about 1 in 8 more for
+  // calls and compute; hops: up to 8 per flow; 4 dependencies per flow.
+  const double flows_expected = engine_estimate(run, g).flows;
+  engine.reserve(std::size_t(flows_expected * 1.2), std::size_t(flows_expected), std::size_t(flows_expected * 8),
+                 std::size_t(flows_expected * 4));
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
                                      run.config.checkpointing, run.zero, g.groups, res.layers_simulated, nullptr,
                                      run.speed);
