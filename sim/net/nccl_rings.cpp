@@ -25,7 +25,9 @@ Rings rings_of(std::span<const int> group, NodeOf node_of, RailOf rail_of) {
   const std::size_t n = members.size();
   if (n < 2) return out;
   std::vector<int> ring;
-  std::map<std::pair<int, int>, std::uint32_t> edges;
+  // Every channel's edges, then identical ones counted: sorted by (from, to) as RingEdge orders.
+  std::vector<std::pair<int, int>> edges;
+  edges.reserve(out.channels * n);
   for (std::size_t c = 0; c < out.channels; ++c) {
     ring.clear();
     for (auto& [node, ranks] : by_node) {
@@ -34,10 +36,15 @@ Rings rings_of(std::span<const int> group, NodeOf node_of, RailOf rail_of) {
         while (start + 1 < ranks.size() && rail_of(ranks[start]) != channel_rail[c]) ++start;
       for (std::size_t k = 0; k < ranks.size(); ++k) ring.push_back(ranks[(start + k) % ranks.size()]);
     }
-    for (std::size_t k = 0; k < n; ++k) ++edges[{ring[k], ring[(k + 1) % n]}];
+    for (std::size_t k = 0; k < n; ++k) edges.push_back({ring[k], ring[(k + 1) % n]});
   }
-  out.edges.reserve(edges.size());
-  for (auto [edge, count] : edges) out.edges.push_back({edge.first, edge.second, count});
+  std::sort(edges.begin(), edges.end());
+  for (std::size_t k = 0; k < edges.size();) {
+    std::size_t same = k + 1;
+    while (same < edges.size() && edges[same] == edges[k]) ++same;
+    out.edges.push_back({edges[k].first, edges[k].second, static_cast<std::uint32_t>(same - k)});
+    k = same;
+  }
   return out;
 }
 

@@ -213,11 +213,12 @@ Membership membership(const std::vector<std::vector<int>>& groups, int ranks) {
 struct TrafficIndex {
   Membership m;
   std::vector<RingEdge> ring_edges;  // sorted; nccl_rings traffic only
+  std::vector<std::uint32_t> edges_from;  // ring_edges[edges_from[r] .. edges_from[r + 1]) leave rank r
 };
 
 template <class RingsOf>
 TrafficIndex index_traffic(const RingsOf& rings_of, const TrafficGroups& t, int ranks) {
-  TrafficIndex x{membership(*t.groups, ranks), {}};
+  TrafficIndex x{membership(*t.groups, ranks), {}, {}};
   for (std::size_t r = 0; r < x.m.group.size(); ++r)
     if (x.m.group[r] < 0) throw std::logic_error("choose_fold: rank " + std::to_string(r) + " is in no group");
   if (t.traffic == GroupTraffic::nccl_rings) {
@@ -226,6 +227,9 @@ TrafficIndex index_traffic(const RingsOf& rings_of, const TrafficGroups& t, int 
       x.ring_edges.insert(x.ring_edges.end(), rings.edges.begin(), rings.edges.end());
     }
     std::sort(x.ring_edges.begin(), x.ring_edges.end());
+    x.edges_from.assign(ranks + 1, 0);
+    for (const RingEdge& e : x.ring_edges) ++x.edges_from[e.from + 1];
+    for (int r = 0; r < ranks; ++r) x.edges_from[r + 1] += x.edges_from[r];
   }
   return x;
 }
@@ -250,9 +254,11 @@ bool traffic_kept(const TrafficGroups& t, const TrafficIndex& x, const std::vect
     }
   }
   for (const RingEdge& e : x.ring_edges) {
-    const RingEdge to{moved[e.from], moved[e.to], e.channels};
-    const auto it = std::lower_bound(x.ring_edges.begin(), x.ring_edges.end(), to);
-    if (it == x.ring_edges.end() || it->from != to.from || it->to != to.to || it->channels != e.channels) {
+    const int from = moved[e.from], to = moved[e.to];
+    bool found = false;  // a rank has an edge or two per channel: a short scan
+    for (std::uint32_t k = x.edges_from[from]; k < x.edges_from[from + 1] && !found; ++k)
+      found = x.ring_edges[k].to == to && x.ring_edges[k].channels == e.channels;
+    if (!found) {
       why = "NCCL's rings do not move onto themselves";
       return false;
     }
