@@ -78,6 +78,7 @@ StrategyGraph strategy_graph(const Run& run, Strategy strategy) {
 // What g's engine will hold, from the layout and the fold alone (nothing built yet).
 struct EngineEstimate {
   double flows = 0;  // flow tasks of the quotient
+  double tasks = 0;  // all its tasks (flows, calls, compute): a generous guess, for reserving
   double bytes = 0;  // host memory
 };
 EngineEstimate engine_estimate(const Run& run, const StrategyGraph& g) {
@@ -99,7 +100,11 @@ EngineEstimate engine_estimate(const Run& run, const StrategyGraph& g) {
   const double bytes = (layers * (280 * (a2a + zero) + 450 * ring) + others * 280 * zero) / m +
                        (layers + others) * 2048.0 * fold.classes();
   const int links = fold.folded() ? fold.link_classes() : g.net.topo.link_count();
-  return {flows, bytes + 64.0 * links};
+  // Measured over a 2048-GPU plan's layouts: 1.12 tasks per all-to-all or ZeRO flow (the calls'
+  // entry and exit tasks), up to 4.5 per ring send (its blocks' compute); compute per class.
+  const double tasks = (layers * (1.25 * (a2a + zero) + 5 * ring) + others * 1.25 * zero) / m +
+                       (layers + others) * 32.0 * fold.classes();
+  return {flows, tasks, bytes + 64.0 * links};
 }
 
 // Refuses, before any is built, a run whose engine would hold more than the budget.
@@ -142,11 +147,17 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   Router& router = run.cache.router(g.net.topo);
   // Room for the estimated graph up front: grown by doubling, the arrays were copied into fresh
   // pages whose zeroing by the kernel took a third of a 16,384-GPU step's wall (bench/README.md).
-  // Capacity never written costs no physical memory. Tasks: the flows and about 1 in 8 more for
-  // calls and compute; hops: up to 8 per flow; 4 dependencies per flow.
-  const double flows_expected = engine_estimate(run, g).flows;
-  engine.reserve(std::size_t(flows_expected * 1.2), std::size_t(flows_expected), std::size_t(flows_expected * 8),
-                 std::size_t(flows_expected * 4));
+  // Capacity never written costs no physical memory. Hops: per flow, those of the longest route
+  // the step's groups take (first to last member of each set's first group); dependencies: 4 per
+  // flow (both sides' calls), 2 per other task.
+  const EngineEstimate expected = engine_estimate(run, g);
+  std::size_t hops_per_flow = 1;
+  for (const TrafficGroups& t : step_traffic(g.layout, g.groups))
+    if (!t.groups->empty() && t.groups->front().size() > 1)
+      hops_per_flow =
+          std::max(hops_per_flow, router.route(t.groups->front().front(), t.groups->front().back()).hops.size());
+  engine.reserve(std::size_t(expected.tasks), std::size_t(expected.flows), std::size_t(expected.flows) * hops_per_flow,
+                 std::size_t(4 * expected.flows + 2 * expected.tasks));
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
                                      run.config.checkpointing, run.zero, g.groups, res.layers_simulated, nullptr,
                                      run.speed);
