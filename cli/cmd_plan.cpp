@@ -217,7 +217,7 @@ int run_plan(const PlanArgs& a) {
                    {"gpu", rep.gpu_kind}, {"model", rep.model.name}, {"seq", q.job.seq},
                    {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
                    {"calibration", rep.config.calibration}, {"strategies", a.strategies},
-                   {"front_within", a.exhaustive ? 0.0 : q.front_within}};
+                   {"front_within", std::isfinite(r.front_limit_s) ? q.front_within : 0.0}};
     for (const Zero3Setting& z : zero3_settings) j["config"][std::string(z.json)] = q.job.*z.field;
     j["enumerated"] = r.enumerated;
     j["evaluated"] = r.plans.size();
@@ -358,7 +358,7 @@ void add_plan_command(CLI::App& app, Chosen& chosen) {
   a->zero3.add_to(*sub, "ZeRO-3 layouts: ");
   sub->add_option("--front-within", a->front_within,
                   "The Pareto front covers plans up to this many times the best plan's time; layouts a lower bound "
-                  "puts beyond it are not simulated once their strategy's best is known (0 = no limit)")
+                  "puts beyond it are not simulated once their strategy has a faster plan (0 = no limit)")
       ->capture_default_str();
   sub->add_flag("--exhaustive", a->exhaustive,
                 "Simulate every layout that fits, also those that a simulated plan of their strategy with no more "

@@ -316,13 +316,13 @@ PlanReport plan(const PlanQuestion& q) {
   };
   double best_s = std::numeric_limits<double>::infinity();
   // A layout is also left out when its bound is over front_within times the best time and a
-  // simulated plan of its strategy is no slower than that bound: it can then be neither the best,
+  // simulated plan of its strategy is faster than that bound: it can then be neither the best,
   // nor its strategy's best, nor on the Pareto front (which covers plans within that factor).
   const bool front_limited = !q.exhaustive && q.front_within > 0 && std::isfinite(q.front_within);
   auto beyond_front = [&](const PlanCandidate& c) {
     if (!front_limited || !(c.bound_s > q.front_within * best_s)) return false;
     for (auto [memory, time] : simulated_by[c.strategy])
-      if (time <= c.bound_s) return true;
+      if (time < c.bound_s) return true;  // strictly: a tie could be its strategy's best
     return false;
   };
   std::size_t simulated_count = 0, decided = 0, bounded = 0;

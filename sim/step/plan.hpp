@@ -35,7 +35,7 @@ struct PlanQuestion {
   double simulation_memory_bytes = 0;
   bool exhaustive = false;        // simulate every layout that fits, even those that cannot win
   // The Pareto front covers the plans up to this many times the best plan's time per global batch:
-  // a layout whose bound is beyond it is not simulated once a plan of its strategy is no slower than
+  // a layout whose bound is beyond it is not simulated once a plan of its strategy is faster than
   // that bound (it can then be neither the best nor its strategy's best). 0: no limit.
   double front_within = 2.0;
   std::function<void(const PlanProgress&)> progress;  // called from the calling thread
@@ -76,7 +76,7 @@ struct PlanReport {
   std::vector<PlanCandidate> not_simulated;
   // Plans slower than this (front_within times the best) are left off the Pareto front; infinite
   // when the question sets no limit.
-  double front_limit_s = 0;
+  double front_limit_s = std::numeric_limits<double>::infinity();
   double wall_s = 0;
 };
 

@@ -148,12 +148,13 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   // Room for the estimated graph up front: grown by doubling, the arrays were copied into fresh
   // pages whose zeroing by the kernel took a third of a 16,384-GPU step's wall (bench/README.md).
   // Capacity never written costs no physical memory. Hops: per flow, those of the longest route
-  // the step's groups take (first to last member of each set's first group); dependencies: 4 per
-  // flow (both sides' calls), 2 per other task.
+  // an all-to-all takes (first to last member of its first group, which a part always holds;
+  // ring and send/recv edges are no longer); dependencies: 4 per flow (both sides' calls), 2 per
+  // other task.
   const EngineEstimate expected = engine_estimate(run, g);
-  std::size_t hops_per_flow = 1;
+  std::size_t hops_per_flow = 8;
   for (const TrafficGroups& t : step_traffic(g.layout, g.groups))
-    if (!t.groups->empty() && t.groups->front().size() > 1)
+    if (t.traffic == GroupTraffic::all_pairs && !t.groups->empty() && t.groups->front().size() > 1)
       hops_per_flow =
           std::max(hops_per_flow, router.route(t.groups->front().front(), t.groups->front().back()).hops.size());
   engine.reserve(std::size_t(expected.tasks), std::size_t(expected.flows), std::size_t(expected.flows) * hops_per_flow,
