@@ -140,7 +140,9 @@ std::string plan_svg(const PlanReport& r, const std::vector<Strategy>& strategie
   const std::string job = rep.model.name + ", " + std::to_string(rep.config.seq) + " tokens, " +
                           std::to_string(r.gpus) + " GPUs on " + rep.topology().name;
   Chart by_sp{"Best plan per SP degree: " + job, "SP degree N (ranks per sequence group)", "tokens/s", true, {}, {}};
-  Chart front{"Throughput against memory per GPU (" + std::to_string(r.plans.size()) + " simulated plans)",
+  const std::string within = std::isfinite(r.front_limit_s) ? "; front up to " + format_time(r.front_limit_s)
+                                                             : " simulated";
+  Chart front{"Throughput against memory per GPU (" + std::to_string(r.plans.size()) + " plans" + within + ")",
               "memory per GPU (GiB)", "tokens/s", false, {}, {}};
   for (std::size_t k = 0; k < strategies.size(); ++k) {
     std::map<int, double> best;
