@@ -147,10 +147,10 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   Router& router = run.cache.router(g.net.topo);
   // Room for the estimated graph up front: grown by doubling, the arrays were copied into fresh
   // pages whose zeroing by the kernel took a third of a 16,384-GPU step's wall (bench/README.md).
-  // Capacity never written costs no physical memory. Hops: per flow, those of the longest route
-  // an all-to-all takes (first to last member of its first group, which a part always holds;
-  // ring and send/recv edges are no longer); dependencies: 4 per flow (both sides' calls), 2 per
-  // other task.
+  // Capacity never written costs no physical memory. Hops: per flow, the more of 8 and those of
+  // the longest route an all-to-all takes (first to last member of its first group, which a part
+  // always holds); where NCCL rings' edges between nodes hold more, the array grows. Dependencies:
+  // 4 per flow (both sides' calls), 2 per other task.
   const EngineEstimate expected = engine_estimate(run, g);
   std::size_t hops_per_flow = 8;
   for (const TrafficGroups& t : step_traffic(g.layout, g.groups))
