@@ -38,6 +38,13 @@ auto shape(const PlanCandidate& c) {
                     x.zero_group, x.checkpointing);
 }
 
+// The fastest plan of a strategy in a ranked report, or none.
+const Plan* best_of(const PlanReport& r, Strategy s) {
+  for (const Plan& p : r.plans)
+    if (p.candidate.strategy == s) return &p;
+  return nullptr;
+}
+
 }  // namespace
 
 // System: 16 GPUs, all five strategies. Expectations: every candidate is a valid layout that
@@ -143,13 +150,8 @@ TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops 
     if (!kept.count(shape(p.candidate))) CHECK(p.global_batch_s > pruned.plans.front().global_batch_s);
   // The same best plan per strategy, and the same Pareto front.
   for (Strategy s : q.strategies) {
-    auto best = [&](const PlanReport& r) -> const Plan* {
-      for (const Plan& p : r.plans)
-        if (p.candidate.strategy == s) return &p;
-      return nullptr;
-    };
-    REQUIRE((best(all) == nullptr) == (best(pruned) == nullptr));
-    if (best(all)) CHECK(shape(best(all)->candidate) == shape(best(pruned)->candidate));
+    REQUIRE((best_of(all, s) == nullptr) == (best_of(pruned, s) == nullptr));
+    if (best_of(all, s)) CHECK(shape(best_of(all, s)->candidate) == shape(best_of(pruned, s)->candidate));
   }
   const auto front_all = pareto_front(all.plans), front_pruned = pareto_front(pruned.plans);
   REQUIRE(front_all.size() == front_pruned.size());
@@ -184,11 +186,7 @@ TEST_CASE("plan: limiting the Pareto front to 1.02x the best keeps the best, the
   // The rule must keep a strategy's best even beyond 1.02x: the question has such a strategy.
   std::set<Strategy> beyond;
   for (Strategy s : q.strategies)
-    for (const Plan& p : all.plans)
-      if (p.candidate.strategy == s) {
-        if (p.global_batch_s > 1.02 * best) beyond.insert(s);
-        break;
-      }
+    if (best_of(all, s) && best_of(all, s)->global_batch_s > 1.02 * best) beyond.insert(s);
   REQUIRE(!beyond.empty());
   CHECK(shape(limited.plans.front().candidate) == shape(all.plans.front().candidate));
   CHECK(limited.front_limit_s == 1.02 * best);
@@ -206,15 +204,10 @@ TEST_CASE("plan: limiting the Pareto front to 1.02x the best keeps the best, the
     CHECK(beaten);
   }
   for (Strategy s : q.strategies) {
-    auto best_of = [&](const PlanReport& r) -> const Plan* {
-      for (const Plan& p : r.plans)
-        if (p.candidate.strategy == s) return &p;
-      return nullptr;
-    };
-    REQUIRE((best_of(all) == nullptr) == (best_of(limited) == nullptr));
-    if (best_of(all)) {
-      CHECK(shape(best_of(all)->candidate) == shape(best_of(limited)->candidate));
-      CHECK(best_of(all)->global_batch_s == best_of(limited)->global_batch_s);
+    REQUIRE((best_of(all, s) == nullptr) == (best_of(limited, s) == nullptr));
+    if (best_of(all, s)) {
+      CHECK(shape(best_of(all, s)->candidate) == shape(best_of(limited, s)->candidate));
+      CHECK(best_of(all, s)->global_batch_s == best_of(limited, s)->global_batch_s);
     }
   }
   const auto front_all = pareto_front(all.plans, 1.02 * best);
