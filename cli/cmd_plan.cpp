@@ -188,8 +188,7 @@ PlanQuestion question_of(const PlanArgs& a) {
   q.threads = a.threads;
   q.exhaustive = a.exhaustive;
   q.front_within = a.front_within;
-  if (!(q.front_within == 0 || q.front_within >= 1))
-    throw InputError("", 0, "--front-within", "must be 0 (no limit) or at least 1 (times the best plan's time)");
+  check_front_within(q.front_within);
   a.zero3.apply(q.job);
   return q;
 }

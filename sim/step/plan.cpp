@@ -249,12 +249,16 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
   return out;
 }
 
+void check_front_within(double front_within) {
+  if (!(front_within == 0 || front_within >= 1))  // NaN too
+    throw InputError("", 0, "--front-within", "must be 0 (no limit) or at least 1 (times the best plan's time)");
+}
+
 PlanReport plan(const PlanQuestion& q) {
   const auto t0 = std::chrono::steady_clock::now();
   if (q.global_batch < 1) throw InputError("", 0, "--global-batch", "must be at least 1 sequence");
   if (q.strategies.empty()) throw InputError("", 0, "--strategy", "name at least one strategy");
-  if (!(q.front_within == 0 || q.front_within >= 1))
-    throw InputError("", 0, "--front-within", "must be 0 (no limit) or at least 1 (times the best plan's time)");
+  check_front_within(q.front_within);
   PlanReport r;
   r.setup = prepare_step(q.job);
   const StepReport& rep = r.setup.report;

@@ -84,6 +84,9 @@ struct PlanReport {
 std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetup& setup, int gpus,
                                            double memory_limit_bytes, std::map<std::string, int>& pruned);
 
+// Throws InputError (exit 2) unless `front_within` is 0 (no limit) or at least 1.
+void check_front_within(double front_within);
+
 // Throws InputError (exit 2) when no layout reaches the global batch or none fits in memory.
 PlanReport plan(const PlanQuestion& q);
 
