@@ -59,7 +59,8 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
       ->check(CLI::Range(0, 1 << 24))->capture_default_str();
   app.add_option("--accumulation", a.accumulation,
                  "Micro-steps per optimizer step (gradient accumulation): all but the last end once gradients are "
-                 "reduced; throughput, MFU and speedup are over the global batch")
+                 "reduced (ZeRO-2/3) or backward ends (ZeRO-0/1 reduce at the boundary only); throughput, MFU and "
+                 "speedup are over the global batch")
       ->check(CLI::Range(1L, 1L << 40))->capture_default_str();
   app.add_option("--layers-simulated", a.layers_simulated,
                  "Layers built into the graph (0 = all, or a window of at least 5 when the graph would exceed "

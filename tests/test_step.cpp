@@ -301,6 +301,49 @@ TEST_CASE("step: gradient accumulation runs the optimizer once per global batch"
   CHECK_THROWS_AS(simulate_step(c), InputError);
 }
 
+// System: the paper cluster (8 GPUs), Llama-3.2-1B, BASP with B = N = 8 (every group one rank, so
+// the exchanges touch no link), ZeRO-0, 1 and 2, 4 micro-steps per optimizer step.
+// Expectations: DeepSpeed's ZeRO-0/1 keep a micro-step's gradients on the rank and reduce them at
+// the accumulation boundary only (engine.allreduce_gradients), so a micro-step before it is the
+// compute stream alone: the compute tasks' times from the cost model, forward then backward, and
+// the 8 exchange calls per layer, each a launch and a local copy (as in the K = 1 test). ZeRO-2
+// reduces every micro-step: its micro-step ends after its last reduce-scatter. The last micro-step
+// is the whole step under every stage.
+TEST_CASE("step: ZeRO-0/1 reduce gradients only at the accumulation boundary") {
+  StepConfig c = paper("llama-3.2-1b", {Strategy::basp});
+  c.batch = 8;
+  c.zero = 1;
+  const StepReport whole = simulate_step(c);
+  c.accumulation = 4;
+  const StepReport one = simulate_step(c);
+  c.zero = 0;
+  const StepReport zero = simulate_step(c);
+  c.zero = 2;
+  const StepReport two = simulate_step(c);
+  const StrategyResult &r = one.results[0], &r0 = zero.results[0], &r2 = two.results[0];
+  REQUIRE(r.layout.a2a_size == 1);
+  const StepCosts k = step_costs(CostModel{one.model, *lookup_gpu_kind(one.gpu_kind), one.calibration.compute},
+                                 r.layout, ZeroPlan{1, one.config.gpus});
+  const double layers = one.model.layers;
+  const double compute = k.embedding[0].time_s +
+                         layers * (k.pre_attention[0].time_s + k.attention_block[0].time_s +
+                                   k.post_attention[0].time_s) +
+                         k.lm_head[0].time_s + k.lm_head[1].time_s +
+                         layers * (k.post_attention[1].time_s + k.attention_block[1].time_s +
+                                   k.pre_attention[1].time_s) +
+                         k.embedding[1].time_s;
+  const SoftwareCosts& sw = one.topology().software;
+  const double exchanges =
+      layers * (8 * sw.launch_s + (4 * r.layout.q_bytes + 4 * r.layout.kv_bytes) / sw.local_copy_Bps);
+  CHECK(r.accumulation_step_s == Approx(compute + exchanges).epsilon(1e-9));
+  CHECK(r0.accumulation_step_s == r.accumulation_step_s);
+  CHECK(r.step_s == whole.results[0].step_s);
+  CHECK(r.global_batch_s == Approx(3 * r.accumulation_step_s + r.step_s).epsilon(1e-15));
+  CHECK(r2.step_s == r.step_s);  // the same last micro-step
+  CHECK(r2.accumulation_step_s > r.accumulation_step_s * (1 + 1e-6));
+  CHECK(r.tokens_per_s > r2.tokens_per_s);
+}
+
 TEST_CASE("host memory: a memory cgroup's limit is read from v2, else v1, and unlimited is none") {
   basp::test::TempFile v2_limited("4294967296\n", ".max"), v2_max("max\n", ".max"),
       v1_limited("2147483648\n", ".limit"), v1_none("9223372036854771712\n", ".limit"), bad("lots\n", ".max");

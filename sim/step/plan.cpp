@@ -338,7 +338,7 @@ PlanReport plan(const PlanQuestion& q) {
   std::set<std::pair<double, std::size_t>> refined;  // (critical-path bound, candidate)
   auto graph_key = [&](const PlanCandidate& c) {
     StepConfig same = c.config;
-    if (same.zero == 2) same.zero = 1;
+    if (same.zero == 2 && same.accumulation == 1) same.zero = 1;
     const Layout l = make_layout(same, rep.model, c.strategy, r.gpus, rep.topology().gpus_per_node);
     return layout_key(l, same);
   };
@@ -387,9 +387,10 @@ PlanReport plan(const PlanQuestion& q) {
       for (std::size_t i : slice) refined.insert({candidates[i].bound_s, i});
     }
     if (todo.empty()) continue;
-    // ZeRO-1 and ZeRO-2 differ in memory only (both reduce-scatter gradients and gather the
-    // updated weights after the optimizer): a layout whose step graph was simulated already
-    // takes that result with its own memory.
+    // Without accumulation ZeRO-1 and ZeRO-2 differ in memory only (both reduce-scatter gradients
+    // and gather the updated weights after the optimizer; with it, ZeRO-1's micro-steps before the
+    // boundary reduce nothing): a layout whose step graph was simulated already takes that result
+    // with its own memory.
     std::vector<std::size_t> to_simulate;
     std::vector<std::pair<std::size_t, std::size_t>> shared;  // (layout, the one simulated)
     for (std::size_t i : todo) {

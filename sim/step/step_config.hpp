@@ -41,8 +41,9 @@ struct StepConfig {
   std::string calibration;     // "": the topology's own; "none": documented defaults
   int replica_batch = 1;       // sp-dp: sequences per replica (B gives the paper's foil)
   int ulysses_degree = 0;      // usp: Ulysses degree U (ring degree N/U); 0: GPUs per node
-  // Micro-steps per optimizer step: each but the last ends once its gradients are reduced, the
-  // last runs the optimizer (docs/cost-model.md, "Gradient accumulation").
+  // Micro-steps per optimizer step: each but the last ends once its gradients are reduced (ZeRO-2/3)
+  // or its backward ends (ZeRO-0/1 reduce at the boundary only), the last runs the optimizer
+  // (docs/cost-model.md, "Gradient accumulation").
   long accumulation = 1;
   // Transformer layers built into the graph. 0: all of them while the graph stays under
   // `flow_budget` flows, else the smallest window that does (at least 5): its middle layer then

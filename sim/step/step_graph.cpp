@@ -69,12 +69,14 @@ class StepBuilder {
     double bucket = 0;
     int bucket_layer = -1;  // the last module in the bucket, which its call is labelled with
     auto before_backward = [&](double parameters) {
+      if (!zero_.reduce_gradients) return;
       if (bucketed && bucket > 0 && bucket + parameters > zero_.reduce_bucket_elements) {
         reduce_gradients(bucket, bucket_layer);
         bucket = 0;
       }
     };
     auto gradients_ready = [&](double parameters, int layer) {
+      if (!zero_.reduce_gradients) return;
       if (!bucketed) return reduce_gradients(parameters, layer);
       bucket += parameters;
       bucket_layer = layer;
@@ -103,11 +105,13 @@ class StepBuilder {
     compute(Label::embedding, -1, backward, costs_.embedding[1]);
     gradients_ready(costs_.embedding_parameters, -1);
     if (bucket > 0) reduce_gradients(bucket, -1);  // what is left, once backward is done
-    // Optimizer once every gradient is reduced; ZeRO-1/2 then gather the updated weights.
+    // Optimizer once every gradient is reduced; ZeRO-1/2 then gather the updated weights. A
+    // micro-step that only accumulates ends with its backward: its zero-time optimizer task
+    // marks that moment.
     join(reduce_);
-    compute(Label::optimizer, -1, forward, costs_.optimizer);
+    compute(Label::optimizer, -1, forward, zero_.reduce_gradients ? costs_.optimizer : Work{});
     out_.optimizer = compute_;
-    if (zero_.stage == 1 || zero_.stage == 2) {
+    if (zero_.reduce_gradients && (zero_.stage == 1 || zero_.stage == 2)) {
       gather_ = compute_;  // the gather stream picks up after the optimizer
       collective(Label::zero_allgather, -1, forward, *shard_, CollectiveOp::allgather,
                  2.0 * total_parameters(model_), gather_);

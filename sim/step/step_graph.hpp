@@ -51,6 +51,10 @@ struct ZeroPlan {
   double prefetch_elements = 5e7;
   double max_live_elements = 1e9;
   double reuse_distance_elements = 1e9;
+  // False for a micro-step that only accumulates under ZeRO-0/1: DeepSpeed keeps those gradients
+  // on each rank and reduces them at the accumulation boundary only (engine.allreduce_gradients),
+  // so the micro-step makes no reduction, runs no optimizer step and gathers no weights.
+  bool reduce_gradients = true;
 };
 
 // Per-rank compute costs of the step's pieces (ranks of one layout all do the same work).

@@ -126,25 +126,11 @@ void check_host_memory(const Run& run, Strategy strategy, double budget_bytes) {
                        "stragglers and jitter forbid it), a smaller --layers-simulated, or raise --sim-memory");
 }
 
-// Builds one strategy's step graph on its own engine, runs it and reduces it to the report's figures.
-StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trace, int run_index) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int ranks = run.config.gpus;
-  const StrategyGraph g = strategy_graph(run, strategy);
-  StrategyResult res;
-  res.strategy = strategy;
-  res.layout = g.layout;
-  const Topology& net = g.net.topo;
-  const RankFold& fold = g.net.choice.fold;
-  res.engine = g.net.choice.use;
-  if (run.speed && run.config.engine != EngineMode::full)
-    res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
-  res.layers_simulated = layers_to_simulate(run, res.layout, fold);
-  std::vector<double> capacities = link_capacities(net);
+// An engine on g's fold, its links slowed as asked, with room for g's step graph.
+Engine sized_engine(const Run& run, const StrategyGraph& g, Router& router) {
+  std::vector<double> capacities = link_capacities(g.net.topo);
   for (int l : run.slow_links) capacities[l] /= run.config.stragglers.slow_link_factor;
-  Engine engine(fold.quotient_capacities(capacities));
-  engine.publish_progress(run.options.engine_progress);
-  Router& router = run.cache.router(g.net.topo);
+  Engine engine(g.net.choice.fold.quotient_capacities(capacities));
   // Room for the estimated graph up front: grown by doubling, the arrays were copied into fresh
   // pages whose zeroing by the kernel took a third of a 16,384-GPU step's wall (bench/README.md).
   // Capacity never written costs no physical memory. Hops: per flow, the more of 8 and those of
@@ -159,6 +145,40 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
           std::max(hops_per_flow, router.route(t.groups->front().front(), t.groups->front().back()).hops.size());
   engine.reserve(std::size_t(expected.tasks), std::size_t(expected.flows), std::size_t(expected.flows) * hops_per_flow,
                  std::size_t(4 * expected.flows + 2 * expected.tasks));
+  return engine;
+}
+
+// Builds one strategy's step graph on its own engine, runs it and reduces it to the report's figures.
+StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trace, int run_index) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int ranks = run.config.gpus;
+  const StrategyGraph g = strategy_graph(run, strategy);
+  StrategyResult res;
+  res.strategy = strategy;
+  res.layout = g.layout;
+  const Topology& net = g.net.topo;
+  const RankFold& fold = g.net.choice.fold;
+  res.engine = g.net.choice.use;
+  if (run.speed && run.config.engine != EngineMode::full)
+    res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
+  res.layers_simulated = layers_to_simulate(run, res.layout, fold);
+  Router& router = run.cache.router(g.net.topo);
+  // Under ZeRO-0/1 the micro-steps before the accumulation boundary reduce nothing (ZeroPlan::
+  // reduce_gradients): they are a graph of their own, run first and gone before the step's is built.
+  std::optional<double> accumulating_s;
+  if (run.zero.stage <= 1 && run.config.accumulation > 1) {
+    ZeroPlan local = run.zero;
+    local.reduce_gradients = false;
+    Engine engine = sized_engine(run, g, router);
+    const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
+                                       run.config.checkpointing, local, g.groups, res.layers_simulated, nullptr,
+                                       run.speed);
+    engine.run();
+    accumulating_s = step_times(engine, tasks, run.model.layers, res.layers_simulated).gradients_s;
+    res.engine_bytes = double(engine.memory_bytes());
+  }
+  Engine engine = sized_engine(run, g, router);
+  engine.publish_progress(run.options.engine_progress);
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
                                      run.config.checkpointing, run.zero, g.groups, res.layers_simulated, nullptr,
                                      run.speed);
@@ -172,13 +192,13 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
     engine.watch_links(ids);
   }
   res.stats = fold.expand_stats(engine.run());
-  res.engine_bytes = double(engine.memory_bytes());
+  res.engine_bytes = std::max(res.engine_bytes, double(engine.memory_bytes()));
 
   const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated);
   res.step_s = times.step_s;
-  res.accumulation_step_s = times.gradients_s;
+  res.accumulation_step_s = accumulating_s.value_or(times.gradients_s);
   const double micro_steps = run.config.accumulation;
-  res.global_batch_s = (micro_steps - 1) * times.gradients_s + times.step_s;
+  res.global_batch_s = (micro_steps - 1) * res.accumulation_step_s + times.step_s;
   res.compute_s = times.compute_s;
   res.a2a_s = times.a2a_s;
   res.a2a_exposed_s = times.a2a_exposed_s;
@@ -416,19 +436,30 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
     // simulation merges events within 1e-9 relative of each other, which may end it that much
     // earlier per event on its critical path: the margin covers ten thousand of them.
     // With accumulation, the micro-steps before the last end when the gradients are reduced,
-    // which no rank's chain reaches before its optimizer becomes ready.
-    double gradients = 0.0, end = 0.0;
-    auto chain = [&](int rank_class) {
+    // which no rank's chain reaches before its optimizer becomes ready; under ZeRO-0/1 they
+    // reduce nothing (their own graph, as run_strategy simulates them), and its calls are among
+    // the step's, so the classes that differ on the step's calls cover those that differ on theirs.
+    ZeroPlan local = run.zero;
+    local.reduce_gradients = false;
+    const bool accumulates_locally = run.zero.stage <= 1 && run.config.accumulation > 1;
+    // One class's chain: its length, and when its optimizer becomes ready.
+    auto chain = [&](int rank_class, const ZeroPlan& zero) {
       bounds.select(rank_class);
       Engine engine({});
       const StepTasks tasks = build_step(engine, router, g.net.topo, g.net.choice.fold, g.layout, g.costs, run.model,
-                                         run.config.checkpointing, run.zero, g.groups, run.model.layers, &bounds);
-      end = std::max(end, engine.longest_path_s());
-      gradients = std::max(gradients, engine.ready_time(tasks.optimizer[0]));
+                                         run.config.checkpointing, zero, g.groups, run.model.layers, &bounds);
+      const double path = engine.longest_path_s();
+      return std::pair{path, engine.ready_time(tasks.optimizer[0])};
     };
-    chain(0);
+    double gradients = 0.0, end = 0.0;
+    auto add_class = [&](int rank_class) {
+      const auto [path, ready] = chain(rank_class, run.zero);
+      end = std::max(end, path);
+      gradients = std::max(gradients, accumulates_locally ? chain(rank_class, local).second : ready);
+    };
+    add_class(0);
     for (int k : bounds.distinct_classes())
-      if (k != 0) chain(k);
+      if (k != 0) add_class(k);
     return ((run.config.accumulation - 1) * gradients + end) * (1.0 - 1e-5);
   });
 }

@@ -34,7 +34,8 @@ struct StrategyResult {
   Strategy strategy = Strategy::ulysses;
   Layout layout;
   double step_s = 0;          // one micro-step that ends with the optimizer
-  // A micro-step that only accumulates: until every rank's gradients are reduced.
+  // A micro-step that only accumulates: until every rank's gradients are reduced (ZeRO-2/3), or
+  // its backward ends (ZeRO-0/1: no reductions before the boundary, a graph simulated on its own).
   double accumulation_step_s = 0;
   // config.accumulation micro-steps, one after another: all but the last accumulate. Throughput
   // and MFU are over it (with accumulation 1 it is step_s).
