@@ -36,7 +36,7 @@ struct PlanArgs {
   bool exhaustive = false;
   double front_within = 2.0;
   std::string svg_file;
-  Zero3Options zero3;  // for the ZeRO-3 layouts
+  ZeroOptions zero_options;  // for the layouts of the stages each applies to
 };
 
 std::string shown_number(double v) {
@@ -66,9 +66,11 @@ std::vector<std::string> simulate_args(const PlanArgs& a, const PlanReport& r, c
   if (p.strategy == Strategy::sp_dp) args.insert(args.end(), {"--replica-batch", std::to_string(c.replica_batch)});
   if (p.strategy == Strategy::usp)
     args.insert(args.end(), {"--ulysses-degree", std::to_string(c.ulysses_degree)});
-  if (c.zero == 3)  // the ZeRO-3 settings that differ from DeepSpeed's defaults
-    for (const Zero3Setting& z : zero3_settings)
-      if (c.*z.field != StepConfig{}.*z.field) args.insert(args.end(), {std::string(z.flag), shown_number(c.*z.field)});
+  for (const ZeroSetting& z : zero_settings)  // the settings of its stage that differ from DeepSpeed's defaults
+    if (c.zero >= z.first_stage && c.*z.field != StepConfig{}.*z.field)
+      args.insert(args.end(), {std::string(z.flag), shown_number(c.*z.field)});
+  if (c.zero_overlap_comm != OverlapComm::deepspeed_default)
+    args.insert(args.end(), {"--zero-overlap-comm", c.zero_overlap_comm == OverlapComm::on ? "on" : "off"});
   if (c.checkpointing) args.push_back("--checkpointing");
   if (c.accumulation > 1) args.insert(args.end(), {"--accumulation", std::to_string(c.accumulation)});
   return args;
@@ -189,7 +191,7 @@ PlanQuestion question_of(const PlanArgs& a) {
   q.exhaustive = a.exhaustive;
   q.front_within = a.front_within;
   check_front_within(q.front_within);
-  a.zero3.apply(q.job);
+  a.zero_options.apply(q.job);
   return q;
 }
 
@@ -219,7 +221,8 @@ int run_plan(const PlanArgs& a) {
                    {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
                    {"calibration", rep.config.calibration}, {"strategies", a.strategies},
                    {"front_within", std::isfinite(r.front_limit_s) ? q.front_within : 0.0}};
-    for (const Zero3Setting& z : zero3_settings) j["config"][std::string(z.json)] = q.job.*z.field;
+    for (const ZeroSetting& z : zero_settings) j["config"][std::string(z.json)] = q.job.*z.field;
+    j["config"]["zero_overlap_comm"] = a.zero_options.overlap_comm;
     j["enumerated"] = r.enumerated;
     j["evaluated"] = r.plans.size();
     j["shared_simulations"] =
@@ -356,7 +359,7 @@ void add_plan_command(CLI::App& app, Chosen& chosen) {
   sub->add_option("--threads", a->threads, "Configurations simulated at once (0 = every core)")
       ->check(CLI::Range(0, 1024))->capture_default_str();
   sub->add_option("--svg", a->svg_file, "Also draw throughput per strategy over SP degree and the Pareto front to FILE");
-  a->zero3.add_to(*sub, "ZeRO-3 layouts: ");
+  a->zero_options.add_to(*sub, " layouts");
   sub->add_option("--front-within", a->front_within,
                   "The Pareto front covers plans up to this many times the best plan's time; layouts a lower bound "
                   "puts beyond it are not simulated once their strategy has a faster plan (0 = no limit)")

@@ -94,9 +94,10 @@ std::vector<Variation> parse_variations(const std::vector<std::string>& specs) {
 // checked exactly as `basp simulate` checks it.
 SimulateArgs apply(const SimulateArgs& base, const std::vector<Variation>& vars, const std::vector<std::size_t>& pick) {
   SimulateArgs a = base;
-  // ZeRO-3 settings given for the whole sweep apply to its ZeRO-3 rows; only a varied one is
-  // refused in a row of another stage.
-  a.zero3.given = {};
+  // ZeRO settings given for the whole sweep apply to the rows of the stages they serve; only a
+  // varied one is refused in a row of another stage.
+  a.zero_options.given = {};
+  a.zero_options.overlap_given = false;
   CLI::App app;
   add_simulate_options(app, a);
   std::vector<std::string> argv;

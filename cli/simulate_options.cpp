@@ -13,20 +13,34 @@
 
 namespace basp::cli {
 
-Zero3Options::Zero3Options() {
+ZeroOptions::ZeroOptions() {
   const StepConfig defaults;
-  for (std::size_t i = 0; i < zero3_settings.size(); ++i) values[i] = defaults.*zero3_settings[i].field;
+  for (std::size_t i = 0; i < zero_settings.size(); ++i) values[i] = defaults.*zero_settings[i].field;
 }
 
-void Zero3Options::add_to(CLI::App& app, const std::string& help_prefix) {
-  for (std::size_t i = 0; i < zero3_settings.size(); ++i)
-    app.add_option(std::string(zero3_settings[i].flag), values[i], help_prefix + std::string(zero3_settings[i].help))
+void ZeroOptions::add_to(CLI::App& app, const std::string& layouts) {
+  for (std::size_t i = 0; i < zero_settings.size(); ++i) {
+    const std::string stages = zero_settings[i].first_stage == 3 ? "ZeRO-3" : "ZeRO-1/2/3";
+    app.add_option(std::string(zero_settings[i].flag), values[i],
+                   stages + layouts + ": " + std::string(zero_settings[i].help))
         ->capture_default_str()
         ->each([this, i](const std::string&) { given[i] = true; });
+  }
+  app.add_option("--zero-overlap-comm", overlap_comm,
+                 "ZeRO-1/2/3" + layouts +
+                     ": gradient reductions on a stream of their own beside backward's compute (on) or on the "
+                     "compute stream (off); default: DeepSpeed's, on for ZeRO-3 only (its overlap_comm)")
+      ->check(CLI::IsMember({"default", "on", "off"}))
+      ->capture_default_str()
+      ->each([this](const std::string&) { overlap_given = true; });
 }
 
-void Zero3Options::apply(StepConfig& c) const {
-  for (std::size_t i = 0; i < zero3_settings.size(); ++i) c.*zero3_settings[i].field = values[i];
+void ZeroOptions::apply(StepConfig& c) const {
+  for (std::size_t i = 0; i < zero_settings.size(); ++i) c.*zero_settings[i].field = values[i];
+  c.zero_overlap_comm = overlap_comm == "on"    ? OverlapComm::on
+                        : overlap_comm == "off" ? OverlapComm::off
+                                                : OverlapComm::deepspeed_default;
+  if (c.zero == 0 && !overlap_given) c.zero_overlap_comm = OverlapComm::deepspeed_default;
 }
 
 void add_simulate_options(CLI::App& app, SimulateArgs& a) {
@@ -49,7 +63,7 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
   app.add_option("--zero-group", a.zero_group,
                  "Shard within groups of M ranks, replicate and all-reduce across them (hpZ/HSDP; 0 = all ranks)")
       ->check(CLI::Range(0, 1 << 24))->capture_default_str();
-  a.zero3.add_to(app, "ZeRO-3: ");
+  a.zero_options.add_to(app, "");
   app.add_flag("--checkpointing", a.checkpointing, "Full activation checkpointing (recomputes each layer's forward)");
   app.add_option("--calibration", a.calibration,
                  "Calibration name or file (default: the topology's own; 'none': documented defaults)");
@@ -142,12 +156,16 @@ StepConfig to_step_config(const SimulateArgs& a) {
   c.strategies = parse_strategies(a.strategies);
   c.placement = a.placement == "strided" ? Placement::strided : Placement::contiguous;
   c.zero = a.zero;
-  for (std::size_t i = 0; i < zero3_settings.size(); ++i)
-    if (a.zero != 3 && a.zero3.given[i])
-      throw InputError("", 0, std::string(zero3_settings[i].flag),
-                       "is a DeepSpeed ZeRO-3 setting; with --zero " + std::to_string(a.zero) +
-                           " it would change nothing (drop it, or use --zero 3)");
-  a.zero3.apply(c);
+  for (std::size_t i = 0; i < zero_settings.size(); ++i)
+    if (a.zero < zero_settings[i].first_stage && a.zero_options.given[i])
+      throw InputError("", 0, std::string(zero_settings[i].flag),
+                       zero_settings[i].first_stage == 3
+                           ? "is a DeepSpeed ZeRO-3 setting; with --zero " + std::to_string(a.zero) +
+                                 " it would change nothing (drop it, or use --zero 3)"
+                           : "is DeepSpeed's reduce_bucket_size (ZeRO-1/2/3); ZeRO-0 all-reduces in buffers of "
+                             "5e8 elements, so with --zero 0 it would change nothing (drop it, or use --zero 1, 2 "
+                             "or 3)");
+  a.zero_options.apply(c);
   c.zero_group = a.zero_group;
   c.checkpointing = a.checkpointing;
   c.calibration = a.calibration;
@@ -169,12 +187,20 @@ StepConfig to_step_config(const SimulateArgs& a) {
 
 std::string describe_config(const StepReport& r) {
   const StepConfig& c = r.config;
-  char zero3[256] = "";
+  char zero3[320] = "";
+  const char* stream = zero_plan(c).overlap_comm ? "beside backward" : "on the compute stream";
   if (c.zero == 3)
     std::snprintf(zero3, sizeof zero3,
-                  " (reduce buckets of %.3g elements, tensors under %.3g kept whole, prefetch %.3g per hook and "
+                  " (reduce buckets of %.3g elements %s, tensors under %.3g kept whole, prefetch %.3g per hook and "
                   "%.3g live, reuse distance %.3g)",
-                  c.zero_reduce_bucket, c.zero_persistence, c.zero_prefetch, c.zero_max_live, c.zero_reuse_distance);
+                  c.zero_reduce_bucket, stream, c.zero_persistence, c.zero_prefetch, c.zero_max_live,
+                  c.zero_reuse_distance);
+  else if (c.zero > 0)
+    std::snprintf(zero3, sizeof zero3, " (reduce buckets of %.3g elements %s%s)", c.zero_reduce_bucket, stream,
+                  c.zero == 1 && !zero_plan(c).overlap_comm ? ", after backward" : "");
+  else
+    std::snprintf(zero3, sizeof zero3, " (all-reduce buffers of %.3g elements after backward)",
+                  zero0_allreduce_bucket_elements);
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "# %s on %s: %d of %d GPUs (%d nodes x %d %s), calibration %s\n"

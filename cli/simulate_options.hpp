@@ -15,12 +15,16 @@
 
 namespace basp::cli {
 
-// DeepSpeed's ZeRO-3 settings (zero3_settings) as flags, for simulate, sweep and plan.
-struct Zero3Options {
-  std::array<double, zero3_settings.size()> values;  // DeepSpeed's defaults (StepConfig's) until given
-  std::array<bool, zero3_settings.size()> given{};   // set by CLI11 as it parses each flag
-  Zero3Options();
-  void add_to(CLI::App& app, const std::string& help_prefix);
+// DeepSpeed's ZeRO settings (zero_settings, and overlap_comm) as flags, for simulate, sweep and plan.
+struct ZeroOptions {
+  std::array<double, zero_settings.size()> values;  // DeepSpeed's defaults (StepConfig's) until given
+  std::array<bool, zero_settings.size()> given{};   // set by CLI11 as it parses each flag
+  std::string overlap_comm = "default";             // default (DeepSpeed's), on, off
+  bool overlap_given = false;
+  ZeroOptions();
+  // `layouts`: " layouts" for plan, whose help says which layouts a setting applies to.
+  void add_to(CLI::App& app, const std::string& layouts);
+  // The settings onto c; overlap_comm only where c's stage has it or it was given (then checked).
   void apply(StepConfig& c) const;
 };
 
@@ -35,7 +39,7 @@ struct SimulateArgs {
   std::string placement = "contiguous";
   int zero = 3;
   int zero_group = 0;
-  Zero3Options zero3;  // given with another stage: refused
+  ZeroOptions zero_options;  // given with another stage: refused
   bool checkpointing = false;
   std::string calibration;
   int replica_batch = 1;

@@ -110,7 +110,8 @@ nlohmann::ordered_json config_json(const StepReport& r) {
                                   {"attention_forward", cal.compute.attention_forward},
                                   {"attention_backward", cal.compute.attention_backward},
                                   {"memory", cal.compute.memory}}}}}};
-  for (const Zero3Setting& z : zero3_settings) j[std::string(z.json)] = c.*z.field;
+  for (const ZeroSetting& z : zero_settings) j[std::string(z.json)] = c.*z.field;
+  j["zero_overlap_comm"] = zero_plan(c).overlap_comm;
   return j;
 }
 
@@ -171,7 +172,7 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
 }
 
 std::string csv_header() {
-  return "strategy,topology,model,gpus,sp,seq,batch,zero,zero_group,zero_reduce_bucket,zero_persistence,zero_prefetch,zero_max_live,zero_reuse_distance,checkpointing,a2a_group_size,ring_size,step_s,"
+  return "strategy,topology,model,gpus,sp,seq,batch,zero,zero_group,zero_reduce_bucket,zero_persistence,zero_prefetch,zero_max_live,zero_reuse_distance,zero_overlap_comm,checkpointing,a2a_group_size,ring_size,step_s,"
          "accumulation,global_batch_s,compute_s,a2a_s,a2a_exposed_s,a2a_share,zero_comm_s,zero_exposed_s,memory_per_gpu_bytes,fits,"
          "tokens_per_s,mfu,speedup_vs_ulysses,engine,wall_s";
 }
@@ -180,10 +181,10 @@ std::string csv_row(const StepReport& rep, const StrategyResult& r) {
   const StepConfig& c = rep.config;
   char buf[1024];
   std::snprintf(buf, sizeof buf,
-                "%s,%s,%s,%d,%d,%ld,%d,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%d,%d,%d,%.17g,%ld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%d,"
+                "%s,%s,%s,%d,%d,%ld,%d,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%d,%d,%d,%d,%.17g,%ld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%d,"
                 "%.17g,%.17g,",
                 std::string(to_string(r.strategy)).c_str(), rep.topology().name.c_str(), rep.model.name.c_str(), c.gpus,
-                c.sp, c.seq, c.batch, c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence, c.zero_prefetch, c.zero_max_live, c.zero_reuse_distance, int(c.checkpointing), r.layout.a2a_size, r.layout.ring_size,
+                c.sp, c.seq, c.batch, c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence, c.zero_prefetch, c.zero_max_live, c.zero_reuse_distance, int(zero_plan(c).overlap_comm), int(c.checkpointing), r.layout.a2a_size, r.layout.ring_size,
                 r.step_s, c.accumulation, r.global_batch_s, r.compute_s, r.a2a_s, r.a2a_exposed_s, r.a2a_share, r.zero_comm_s, r.zero_exposed_s,
                 r.memory.total(), int(r.fits), r.tokens_per_s, r.mfu);
   std::string row = buf;

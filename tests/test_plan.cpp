@@ -258,10 +258,13 @@ TEST_CASE("plan: bounds from a cache that saw other layouts equal a fresh cache'
   }
 }
 
-// System: the small question's plans. Expectations: ZeRO-1 and ZeRO-2 layouts that took another's
-// simulation have exactly the figures of their own simulation, and their own memory.
+// System: the small question's plans, with overlap_comm on for every stage (ZeRO-1 then reduces
+// from backward hooks as ZeRO-2 does). Expectations: ZeRO-1 and ZeRO-2 layouts that took
+// another's simulation have exactly the figures of their own simulation, and their own memory;
+// under DeepSpeed's defaults (ZeRO-1 reduces after backward) none is shared.
 TEST_CASE("plan: a plan that shares a ZeRO-1/2 simulation has its own figures exactly") {
-  const PlanQuestion q = small_question();
+  PlanQuestion q = small_question();
+  q.job.zero_overlap_comm = OverlapComm::on;  // without it ZeRO-1 has no hooks: nothing is shared
   const PlanReport r = plan(q);
   RunCache cache;
   int checked = 0;
@@ -277,6 +280,7 @@ TEST_CASE("plan: a plan that shares a ZeRO-1/2 simulation has its own figures ex
     ++checked;
   }
   CHECK(checked > 0);
+  for (const Plan& p : plan(small_question()).plans) CHECK_FALSE(p.shared_simulation);
 }
 
 // System: the small question under a host memory budget between its smallest and largest

@@ -152,17 +152,19 @@ TEST_CASE("stragglers: every network link slowed alike equals a calibration that
 }
 
 TEST_CASE("stragglers: one slow GPU makes an N-way exchange wait more than a K-way one") {
-  // System: the paper cluster, one GPU of 8 at 1.5x, Ulysses (one group of 8) and BASP (two of 4),
-  // ZeRO-0 (no gathers: the only other traffic is the gradients' all-reduce in backward).
+  // System: the paper cluster, one GPU of 8 at 3x, Ulysses (one group of 8) and BASP (two of 4),
+  // ZeRO-0 (no gathers; its all-reduce comes after backward, so the exchanges share no link with it).
   // Expectations: in every call the slow GPU enters last, lagging by its extra compute since the
   // previous call, the same in both (equal compute per rank); 7 of 8 ranks wait for it in
-  // Ulysses, 3 of 8 in BASP: BASP's wait is 3/7 of Ulysses', within 5% (the all-reduce shares the
-  // links unevenly, which shifts returns and so entries a little). The same seed gives the same
-  // JSON.
+  // Ulysses, 3 of 8 in BASP: BASP's wait is 3/7 of Ulysses', within 5%. Besides, the slow GPU
+  // leaves a Ulysses call a little after the others (its flows to 7 peers all start when it
+  // enters and share its links), which adds a few ms to Ulysses' wait whatever the factor (at
+  // 1.5x that is 8 % of it; BASP's wait grows exactly with the factor); at 3x the compute lag
+  // dominates. The same seed gives the same JSON.
   StepConfig c = paper_job();
   c.zero = 0;
   c.stragglers.slow_gpu_fraction = 1.0 / 8;
-  c.stragglers.slow_gpu_factor = 1.5;
+  c.stragglers.slow_gpu_factor = 3.0;
   const StepReport r = simulate_step(c);
   const double ulysses = r.results[0].a2a_wait_s, basp = r.results[1].a2a_wait_s;
   CHECK(ulysses > 0.0);

@@ -83,28 +83,40 @@ TEST_CASE("ZeRO-3: gradients are reduce-scattered a DeepSpeed bucket at a time")
   CHECK(reduce_scatter_layers("--zero-bucket 1") == each);
 }
 
-TEST_CASE("ZeRO-3: its settings are refused under another stage, where they would change nothing") {
-  for (const char* args : {"--zero 2 --zero-bucket 1e8", "--zero 1 --zero-prefetch 0", "--zero 0 --zero-max-live 5e8",
-                           "--zero 2 --zero-reuse-distance 0", "--zero 1 --zero-persistence 0"}) {
+TEST_CASE("ZeRO settings are refused under a stage they do not apply to, where they would change nothing") {
+  for (const char* args : {"--zero 1 --zero-prefetch 0", "--zero 0 --zero-max-live 5e8", "--zero 2 --zero-reuse-distance 0",
+                           "--zero 1 --zero-persistence 0"}) {
     INFO(args);
     const auto r = basp::test::basp_cli(std::string("simulate ") + args);
     CHECK(r.code == 2);
     const std::string flag = std::string(args).substr(std::string(args).rfind("--"));
     CHECK_THAT(r.out, Catch::Contains(flag.substr(0, flag.find(' '))) && Catch::Contains("ZeRO-3 setting"));
   }
+  // DeepSpeed's reduce_bucket_size serves stages 1-3; ZeRO-0 all-reduces in fixed buffers and has
+  // no overlap_comm.
+  const auto bucket = basp::test::basp_cli("simulate --zero 0 --zero-bucket 1e8");
+  CHECK(bucket.code == 2);
+  CHECK_THAT(bucket.out, Catch::Contains("--zero-bucket") && Catch::Contains("reduce_bucket_size (ZeRO-1/2/3)"));
+  const auto overlap = basp::test::basp_cli("simulate --zero 0 --zero-overlap-comm on");
+  CHECK(overlap.code == 2);
+  CHECK_THAT(overlap.out, Catch::Contains("--zero-overlap-comm") && Catch::Contains("ZeRO stage 0 has no overlap_comm"));
   CHECK(basp::test::basp_cli("simulate --zero 3 --zero-bucket 1e8").code == 0);
+  CHECK(basp::test::basp_cli("simulate --zero 1 --zero-bucket 1e8 --zero-overlap-comm on").code == 0);
+  CHECK(basp::test::basp_cli("simulate --zero 0 --zero-overlap-comm default").code == 0);
 }
 
-// A sweep's own ZeRO-3 settings serve its ZeRO-3 rows; a varied one is refused in a row of
-// another stage, and a CSV row says why (each row is the header's width).
+// A sweep's own ZeRO settings serve the rows of the stages they apply to; a varied one is refused
+// in a row of another stage, and a CSV row says why (each row is the header's width).
 TEST_CASE("ZeRO-3: sweeps keep their settings for ZeRO-3 rows and refuse varied ones elsewhere") {
-  const auto kept = basp::test::basp_cli("sweep --vary zero=2,3 --zero-bucket 1e8 --strategy ulysses --csv", false);
+  const auto kept = basp::test::basp_cli(
+      "sweep --vary zero=0,2,3 --zero-persistence 0 --zero-bucket 1e8 --zero-overlap-comm on --strategy ulysses --csv",
+      false);
   REQUIRE(kept.code == 0);
-  CHECK_THAT(kept.out, !Catch::Contains("ZeRO-3 setting"));
-  CHECK(std::count(kept.out.begin(), kept.out.end(), '\n') == 3);  // the header and two rows
-  const auto refused = basp::test::basp_cli("sweep --vary zero-bucket=1e8,2e8 --zero 2 --strategy ulysses --csv");
+  CHECK_THAT(kept.out, !Catch::Contains("ZeRO-3 setting") && !Catch::Contains("has no overlap_comm"));
+  CHECK(std::count(kept.out.begin(), kept.out.end(), '\n') == 4);  // the header and three rows
+  const auto refused = basp::test::basp_cli("sweep --vary zero-prefetch=1e8,2e8 --zero 2 --strategy ulysses --csv");
   CHECK(refused.code == 2);
-  CHECK_THAT(refused.out, Catch::Contains("'--zero-bucket': is a DeepSpeed ZeRO-3 setting"));
+  CHECK_THAT(refused.out, Catch::Contains("'--zero-prefetch': is a DeepSpeed ZeRO-3 setting"));
   const std::string header = refused.out.substr(0, refused.out.find('\n'));
   const std::string row = refused.out.substr(header.size() + 1, refused.out.find('\n', header.size() + 1) - header.size() - 1);
   CHECK(std::count(row.begin(), row.end(), ',') >= std::count(header.begin(), header.end(), ','));

@@ -220,6 +220,7 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
         for (bool checkpointing : {false, true}) {
           c.zero = stage;
           c.zero_group = group;
+          c.zero_overlap_comm = stage == 0 ? OverlapComm::deepspeed_default : q.job.zero_overlap_comm;  // none at 0
           c.checkpointing = checkpointing;
           Layout layout;
           try {
@@ -338,7 +339,7 @@ PlanReport plan(const PlanQuestion& q) {
   std::set<std::pair<double, std::size_t>> refined;  // (critical-path bound, candidate)
   auto graph_key = [&](const PlanCandidate& c) {
     StepConfig same = c.config;
-    if (same.zero == 2 && same.accumulation == 1) same.zero = 1;
+    if (same.zero == 2 && same.accumulation == 1 && same.zero_overlap_comm == OverlapComm::on) same.zero = 1;
     const Layout l = make_layout(same, rep.model, c.strategy, r.gpus, rep.topology().gpus_per_node);
     return layout_key(l, same);
   };
@@ -387,10 +388,11 @@ PlanReport plan(const PlanQuestion& q) {
       for (std::size_t i : slice) refined.insert({candidates[i].bound_s, i});
     }
     if (todo.empty()) continue;
-    // Without accumulation ZeRO-1 and ZeRO-2 differ in memory only (both reduce-scatter gradients
-    // and gather the updated weights after the optimizer; with it, ZeRO-1's micro-steps before the
-    // boundary reduce nothing): a layout whose step graph was simulated already takes that result
-    // with its own memory.
+    // With overlap_comm on and without accumulation ZeRO-1 and ZeRO-2 differ in memory only (both
+    // reduce-scatter gradients from backward hooks and gather the updated weights after the
+    // optimizer; with accumulation ZeRO-1's micro-steps before the boundary reduce nothing, and
+    // without overlap_comm it has no hooks): a layout whose step graph was simulated already takes
+    // that result with its own memory.
     std::vector<std::size_t> to_simulate;
     std::vector<std::pair<std::size_t, std::size_t>> shared;  // (layout, the one simulated)
     for (std::size_t i : todo) {

@@ -15,6 +15,8 @@
 
 namespace basp {
 
+enum class OverlapComm : std::uint8_t { deepspeed_default, on, off };
+
 struct StepConfig {
   std::string topology = "paper-a100-2x4";
   TopologyOverrides overrides;
@@ -27,8 +29,9 @@ struct StepConfig {
   Placement placement = Placement::contiguous;  // BASP groups inside an SP group
   int zero = 3;            // ZeRO stage 0..3
   int zero_group = 0;      // ranks a ZeRO shard spans (hpZ / HSDP); 0: all G ranks
-  // ZeRO-3 as DeepSpeed runs it (docs/cost-model.md): gradients reduce-scattered a bucket of this
-  // many elements at a time (reduce_bucket_size; 0: every module's at once), tensors under the
+  // ZeRO as DeepSpeed runs it (docs/cost-model.md): gradients reduce-scattered a bucket of this
+  // many elements at a time (reduce_bucket_size, stages 1-3; 0: every module's at once); ZeRO-3's
+  // tensors under the
   // persistence threshold (stage3_param_persistence_threshold) kept whole, never gathered, weights
   // prefetched (stage3_prefetch_bucket_size per hook call, stage3_max_live_parameters in all) and
   // kept while used again soon (stage3_max_reuse_distance).
@@ -37,6 +40,9 @@ struct StepConfig {
   double zero_prefetch = 5e7;
   double zero_max_live = 1e9;
   double zero_reuse_distance = 1e9;
+  // DeepSpeed's overlap_comm (stages 1-3): gradient reductions on a stream of their own (on) or on
+  // the compute stream (off); its default is on for ZeRO-3 only (docs/cost-model.md).
+  OverlapComm zero_overlap_comm = OverlapComm::deepspeed_default;
   bool checkpointing = false;  // full activation checkpointing: recompute each layer's forward
   std::string calibration;     // "": the topology's own; "none": documented defaults
   int replica_batch = 1;       // sp-dp: sequences per replica (B gives the paper's foil)
@@ -60,32 +66,34 @@ struct StepConfig {
   Stragglers stragglers;
 };
 
-// DeepSpeed's ZeRO-3 settings above, one row each: the flag that sets it (simulate, sweep, plan),
-// its key in JSON reports, and what it does. Flags, checks and reports all go through this table.
-struct Zero3Setting {
+// DeepSpeed's ZeRO settings above, one row each: the flag that sets it (simulate, sweep, plan),
+// its key in JSON reports, what it does, and the lowest stage it applies to. Flags, checks and
+// reports all go through this table.
+struct ZeroSetting {
   std::string_view flag, json, help;
   double StepConfig::*field;
+  int first_stage;
 };
-inline constexpr std::array<Zero3Setting, 5> zero3_settings{{
+inline constexpr std::array<ZeroSetting, 5> zero_settings{{
     {"--zero-bucket", "zero_reduce_bucket_elements",
-     "gradient elements reduce-scattered at a time (DeepSpeed's reduce_bucket_size; 0 = every module's gradients "
-     "at once)",
-     &StepConfig::zero_reduce_bucket},
+     "gradient elements reduce-scattered at a time, stages 1-3 (DeepSpeed's reduce_bucket_size; 0 = every "
+     "module's gradients at once)",
+     &StepConfig::zero_reduce_bucket, 1},
     {"--zero-persistence", "zero_persistence_threshold_elements",
      "tensors of fewer elements stay whole on every rank, never gathered (DeepSpeed's "
      "stage3_param_persistence_threshold)",
-     &StepConfig::zero_persistence},
+     &StepConfig::zero_persistence, 3},
     {"--zero-prefetch", "zero_prefetch_elements",
      "weight elements each module hook may prefetch (DeepSpeed's stage3_prefetch_bucket_size; 0 = none: each "
      "weight gathered at its use)",
-     &StepConfig::zero_prefetch},
+     &StepConfig::zero_prefetch, 3},
     {"--zero-max-live", "zero_max_live_elements",
      "prefetching stops while this many gathered weight elements are held (DeepSpeed's stage3_max_live_parameters)",
-     &StepConfig::zero_max_live},
+     &StepConfig::zero_max_live, 3},
     {"--zero-reuse-distance", "zero_reuse_distance_elements",
      "gathered weights used again within this many elements of other weights are kept (DeepSpeed's "
      "stage3_max_reuse_distance)",
-     &StepConfig::zero_reuse_distance},
+     &StepConfig::zero_reuse_distance, 3},
 }};
 
 }  // namespace basp

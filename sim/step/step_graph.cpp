@@ -61,29 +61,43 @@ class StepBuilder {
   StepTasks build(bool checkpointing, int layers) {
     const bool zero3 = zero_.stage == 3;
     if (zero3) plan_fetches(checkpointing, layers);
-    // ZeRO-3 reduces a bucket (DeepSpeed's reduce_bucket_size) once the module whose backward
-    // comes next would overflow it: DeepSpeed flushes at that module's first gradient, early in its
-    // backward; here just before it, after the previous module's. A module larger than the bucket
-    // is reduced right after its own backward. The other stages reduce every module's at once.
-    const bool bucketed = zero3 && zero_.reduce_bucket_elements > 0;
+    // Gradients are reduced a bucket at a time (docs/cost-model.md, "Gradient reduction"). ZeRO-2
+    // and 3, and ZeRO-1 with overlap_comm, reduce from backward hooks: a bucket (DeepSpeed's
+    // reduce_bucket_size) once the module whose backward comes next would overflow it (DeepSpeed
+    // flushes at that module's first gradient, early in its backward; here just before it, after
+    // the previous module's); a module larger than the bucket is reduced right after its own
+    // backward. ZeRO-0, and ZeRO-1 without overlap_comm, have no hooks: every module's gradients
+    // wait for backward to end and are then reduced in the same buckets (ZeRO-0's fixed size).
+    const bool hooks = zero_.stage >= 2 || (zero_.stage == 1 && zero_.overlap_comm);
+    const double bucket_size = zero_.stage == 0 ? zero0_allreduce_bucket_elements : zero_.reduce_bucket_elements;
+    const bool bucketed = bucket_size > 0;
     double bucket = 0;
     int bucket_layer = -1;  // the last module in the bucket, which its call is labelled with
-    auto before_backward = [&](double parameters) {
-      if (!zero_.reduce_gradients) return;
-      if (bucketed && bucket > 0 && bucket + parameters > zero_.reduce_bucket_elements) {
+    auto flush_before = [&](double parameters) {
+      if (bucketed && bucket > 0 && bucket + parameters > bucket_size) {
         reduce_gradients(bucket, bucket_layer);
         bucket = 0;
       }
     };
-    auto gradients_ready = [&](double parameters, int layer) {
-      if (!zero_.reduce_gradients) return;
+    auto add_to_bucket = [&](double parameters, int layer) {
       if (!bucketed) return reduce_gradients(parameters, layer);
       bucket += parameters;
       bucket_layer = layer;
-      if (bucket >= zero_.reduce_bucket_elements) {
+      if (bucket >= bucket_size) {
         reduce_gradients(bucket, layer);
         bucket = 0;
       }
+    };
+    std::vector<std::pair<double, int>> after_backward;  // (parameters, layer) of each module, without hooks
+    auto before_backward = [&](double parameters) {
+      if (zero_.reduce_gradients && hooks) flush_before(parameters);
+    };
+    auto gradients_ready = [&](double parameters, int layer) {
+      if (!zero_.reduce_gradients) return;
+      if (hooks)
+        add_to_bucket(parameters, layer);
+      else
+        after_backward.push_back({parameters, layer});
     };
     use_weights(Zero3Use::embedding, -1, forward);
     compute(Label::embedding, -1, forward, costs_.embedding[0]);
@@ -104,6 +118,10 @@ class StepBuilder {
     use_weights(Zero3Use::embedding, -1, backward);
     compute(Label::embedding, -1, backward, costs_.embedding[1]);
     gradients_ready(costs_.embedding_parameters, -1);
+    for (auto [parameters, layer] : after_backward) {
+      flush_before(parameters);
+      add_to_bucket(parameters, layer);
+    }
     if (bucket > 0) reduce_gradients(bucket, -1);  // what is left, once backward is done
     // Optimizer once every gradient is reduced; ZeRO-1/2 then gather the updated weights. A
     // micro-step that only accumulates ends with its backward: its zero-time optimizer task
@@ -212,20 +230,23 @@ class StepBuilder {
     if (!unit_done_[unit].empty()) join(unit_done_[unit]);
   }
 
-  // After a module's backward: reduce-scatter within the shard group (all-reduce under ZeRO-0),
-  // then all-reduce each shard across the replicas when shards span fewer than all ranks.
+  // Reduce-scatter within the shard group (all-reduce under ZeRO-0), then all-reduce each shard
+  // across the replicas when shards span fewer than all ranks: with overlap_comm on the reduce
+  // stream once the compute so far has finished, else on the compute stream itself, which waits.
   void reduce_gradients(double parameters, int layer) {
     const double bytes = 2.0 * parameters;
+    std::vector<TaskId>& stream = zero_.overlap_comm ? reduce_ : compute_;
     if (zero_.stage == 0) {
-      collective(Label::zero_allreduce, layer, backward, *shard_, CollectiveOp::allreduce, bytes, reduce_);
+      collective(Label::zero_allreduce, layer, backward, *shard_, CollectiveOp::allreduce, bytes, stream);
     } else {
       collective(Label::zero_reducescatter, layer, backward, *shard_, CollectiveOp::reducescatter, bytes,
-                 reduce_);
+                 stream);
     }
-    for (int r = 0; r < ranks_; ++r) engine_.depends(last_call_[r], compute_[r]);
+    if (&stream == &reduce_)
+      for (int r = 0; r < ranks_; ++r) engine_.depends(last_call_[r], compute_[r]);
     if (zero_.stage > 0 && replica_)
       collective(Label::zero_allreduce, layer, backward, *replica_, CollectiveOp::allreduce,
-                 bytes / zero_.shard_ranks, reduce_);
+                 bytes / zero_.shard_ranks, stream);
   }
 
   // Ring attention over layout_.ring_groups: step j attends block j while block j+1 travels; with

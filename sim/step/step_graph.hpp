@@ -51,11 +51,19 @@ struct ZeroPlan {
   double prefetch_elements = 5e7;
   double max_live_elements = 1e9;
   double reuse_distance_elements = 1e9;
+  // DeepSpeed's overlap_comm: gradient reductions on a stream of their own, beside backward's
+  // compute, or on the compute stream, which waits for them. Its default: on for ZeRO-3 only
+  // (ZeRO-0 has no such setting: it reduces on the compute stream).
+  bool overlap_comm = true;
   // False for a micro-step that only accumulates under ZeRO-0/1: DeepSpeed keeps those gradients
   // on each rank and reduces them at the accumulation boundary only (engine.allreduce_gradients),
   // so the micro-step makes no reduction, runs no optimizer step and gathers no weights.
   bool reduce_gradients = true;
 };
+
+// DeepSpeed's ZeRO-0 all-reduces gradients in buffers of this many elements (engine.py,
+// allreduce_gradients' MEMORY_OPT_ALLREDUCE_SIZE), not of reduce_bucket_size.
+inline constexpr double zero0_allreduce_bucket_elements = 5e8;
 
 // Per-rank compute costs of the step's pieces (ranks of one layout all do the same work).
 struct StepCosts {

@@ -335,8 +335,10 @@ std::optional<double> cgroup_memory_limit_bytes(const std::string& v2_max, const
 }
 
 ZeroPlan zero_plan(const StepConfig& c) {
+  const bool overlap = c.zero_overlap_comm == OverlapComm::deepspeed_default ? c.zero == 3
+                                                                            : c.zero_overlap_comm == OverlapComm::on;
   return {c.zero, c.zero_group, c.zero_reduce_bucket, c.zero_persistence, c.zero_prefetch, c.zero_max_live,
-          c.zero_reuse_distance};
+          c.zero_reuse_distance, overlap};
 }
 
 double host_memory_budget_bytes() {
@@ -377,7 +379,11 @@ void resolve_job(StepConfig& c, int available, const std::string& topology) {
                                                 std::to_string(c.gpus) + " GPUs");
   if (c.zero == 0 && c.zero_group != c.gpus)
     throw InputError("", 0, "--zero-group", "ZeRO stage 0 shards nothing; hierarchical sharding needs --zero 1, 2 or 3");
-  for (const Zero3Setting& z : zero3_settings) {
+  if (c.zero == 0 && c.zero_overlap_comm != OverlapComm::deepspeed_default)
+    throw InputError("", 0, "--zero-overlap-comm",
+                     "ZeRO stage 0 has no overlap_comm (DeepSpeed all-reduces its gradients after backward, on the "
+                     "compute stream); it needs --zero 1, 2 or 3");
+  for (const ZeroSetting& z : zero_settings) {
     const double v = c.*z.field, fallback = StepConfig{}.*z.field;
     if (!(v >= 0) || !std::isfinite(v)) {
       const int exponent = static_cast<int>(std::floor(std::log10(fallback)));
