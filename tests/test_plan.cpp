@@ -65,7 +65,7 @@ TEST_CASE("plan: every candidate is a valid layout that reaches the global batch
     CHECK(std::lround(l.sequences) * c.config.accumulation == q.global_batch);
     CHECK(c.memory_bytes <= limit);
     CHECK(c.memory_bytes ==
-          memory_per_gpu(setup.report.model, l, ZeroPlan{c.config.zero, c.config.zero_group}, c.config.checkpointing)
+          memory_per_gpu(setup.report.model, l, zero_plan(c.config), c.config.checkpointing)
               .total());
     CHECK(16 % c.config.zero_group == 0);
   }

@@ -232,6 +232,29 @@ TEST_CASE("step: memory verdict against HBM follows checkpointing") {
   CHECK(ckpt.memory.total() < plain.memory.total());
 }
 
+// System: Llama-3.2-1B on the paper cluster, ZeRO-1 and ZeRO-2, overlap_comm off and on, buckets of
+// DeepSpeed's 5e8 and of 1e8 elements. Expectations: DeepSpeed's ZeRO-1/2 backward allocates its
+// reduce bucket whole, reduce_bucket_size bf16 elements (1 GB at 5e8, whatever the model's 1.24e9
+// parameters), and a second one under overlap_comm; ZeRO-0 holds none (its all-reduce buffers are
+// the gradients themselves).
+TEST_CASE("step: ZeRO-1/2 hold DeepSpeed's reduce buckets, two with overlap_comm") {
+  StepConfig c = paper("llama-3.2-1b", {Strategy::basp});
+  for (int stage : {1, 2})
+    for (double bucket : {5e8, 1e8})
+      for (OverlapComm overlap : {OverlapComm::off, OverlapComm::on}) {
+        c.zero = stage;
+        c.zero_reduce_bucket = bucket;
+        c.zero_overlap_comm = overlap;
+        const StrategyResult r = result(simulate_step(c), Strategy::basp);
+        INFO("ZeRO-" << stage << ", bucket " << bucket);
+        CHECK(r.memory.prefetch == 2.0 * bucket * (overlap == OverlapComm::on ? 2 : 1));
+      }
+  c.zero = 0;
+  c.zero_overlap_comm = OverlapComm::deepspeed_default;
+  c.zero_reduce_bucket = 5e8;
+  CHECK(result(simulate_step(c), Strategy::basp).memory.prefetch == 0.0);
+}
+
 TEST_CASE("step: a window of layers extrapolated from its middle layer matches the full graph") {
   StepConfig c = paper("llama-3.2-1b", {Strategy::ulysses, Strategy::basp, Strategy::ring});
   c.topology = "dgx-h100";

@@ -31,6 +31,11 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Layout& l, const ZeroPl
     // Besides, each hook's last prefetched unit, and the unit in use, gathered regardless.
     const double live = std::min(p, kept + 3 * largest);
     b.prefetch = e * (std::max(live, 2 * largest) + std::max(largest, bucket));
+  } else if (zero.stage > 0) {
+    // DeepSpeed's ZeRO-1/2 backward allocates its reduce bucket whole (reduce_bucket_size bf16
+    // elements, whatever the model's size), and a second one to alternate with under overlap_comm
+    // (stage_1_and_2.py, backward: "double buffers").
+    b.prefetch = e * std::max(zero.reduce_bucket_elements, 0.0) * (zero.overlap_comm ? 2 : 1);
   }
   const double t = l.tokens_per_rank, d = m.hidden, f = m.ffn;
   const double qkv = m.q_width() + 2.0 * m.kv_width();

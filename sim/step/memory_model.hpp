@@ -10,7 +10,7 @@ namespace basp {
 
 struct MemoryBreakdown {
   double states = 0;       // bf16 weights and gradients, fp32 master weights and Adam moments
-  double prefetch = 0;     // ZeRO-3 gathered weights (current and prefetched module), gradient buffer
+  double prefetch = 0;     // ZeRO-3 gathered weights (current and prefetched module); gradient reduce buckets
   double activations = 0;  // what backward needs, saved during forward
   double logits = 0;       // LM head output and the loss's fp32 copy
   double buffers = 0;      // all-to-all send and receive buffers, ring KV blocks
