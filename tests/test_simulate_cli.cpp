@@ -188,13 +188,18 @@ TEST_CASE("sweep: the fixed flags hold in every row, --topology and --engine too
   REQUIRE(lines.size() == 1 + 2 * 2);
   CHECK(lines[1].rfind("full,ulysses,dgx-h100,llama-3.2-1b,64,16,16384,", 0) == 0);
   CHECK(lines[4].rfind("auto,basp,dgx-h100,llama-3.2-1b,64,16,16384,", 0) == 0);
-  // Both engines give the same step time (the CSV's 14th column), to rounding.
-  auto step = [&](const std::string& row) {
+  // Both engines give the same step time (the CSV's step_s column, found by its name), to rounding.
+  auto column = [](const std::string& row, int index) {
     std::istringstream fields(row);
     std::string field;
-    for (int i = 0; i < 14; ++i) std::getline(fields, field, ',');
-    return std::stod(field);
+    for (int i = 0; i <= index; ++i) std::getline(fields, field, ',');
+    return field;
   };
+  int step_s = 0;
+  while (step_s < 40 && column(lines[0], step_s) != "step_s") ++step_s;
+  REQUIRE(step_s < 40);
+  auto step = [&](const std::string& row) { return std::stod(column(row, step_s)); };
+  CHECK(step(lines[1]) > 0.0);
   CHECK(step(lines[3]) == Approx(step(lines[1])).epsilon(1e-9));
   CHECK(step(lines[4]) == Approx(step(lines[2])).epsilon(1e-9));
 }

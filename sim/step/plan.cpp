@@ -112,7 +112,8 @@ std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int g
 // then its flows start, and all that a rank sends, (K-1)/K of its buffer, leaves its GPU through
 // links of `gpu_out_Bps` in all, while it copies its own 1/K. Ring sends overlap attention, but
 // they run one after another, each at least its launch and per-peer overheads, and the last
-// block's attention waits for the last send. ZeRO runs on other streams: counted as free. With
+// block's attention waits for the last send. ZeRO is counted as free (its calls, on their own
+// streams or, without overlap_comm, on the compute stream, only add to the step). With
 // gradient accumulation, the micro-steps before the last end before their optimizer, the last
 // compute task.
 double global_batch_bound_s(const CostModel& cost, const Layout& layout, const ZeroPlan& zero, bool checkpointing,

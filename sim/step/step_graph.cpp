@@ -92,9 +92,20 @@ class StepBuilder {
     auto before_backward = [&](double parameters) {
       if (zero_.reduce_gradients && hooks) flush_before(parameters);
     };
+    // A window's middle layer stands for the layers left out (step_figures.cpp): under ZeRO-1/2
+    // its gradients are reduced on their own, the bucket before it flushed ahead of its backward,
+    // so that its period holds one layer's reduction, as many bytes as a left-out layer's (the
+    // calls of the whole graph are fewer and larger). ZeRO-3's buckets are as documented in
+    // docs/cost-model.md ("Large jobs").
+    const bool windowed = layers < model_.layers;
+    auto alone = [&](int layer) {
+      return windowed && layer == layers / 2 && zero_.reduce_gradients && hooks && zero_.stage < 3;
+    };
     auto gradients_ready = [&](double parameters, int layer) {
       if (!zero_.reduce_gradients) return;
-      if (hooks)
+      if (alone(layer))
+        reduce_gradients(parameters, layer, false);
+      else if (hooks)
         add_to_bucket(parameters, layer);
       else
         after_backward.push_back({parameters, layer});
@@ -109,6 +120,10 @@ class StepBuilder {
     compute(Label::lm_head, -1, backward, costs_.lm_head[1]);
     gradients_ready(costs_.head_gradients, -1);
     for (int layer = layers - 1; layer >= 0; --layer) {
+      if (alone(layer) && bucket > 0) {
+        reduce_gradients(bucket, bucket_layer);
+        bucket = 0;
+      }
       if (checkpointing) layer_forward(layer, recompute);
       before_backward(costs_.layer_parameters);
       layer_backward(layer);
@@ -118,6 +133,13 @@ class StepBuilder {
     use_weights(Zero3Use::embedding, -1, backward);
     compute(Label::embedding, -1, backward, costs_.embedding[1]);
     gradients_ready(costs_.embedding_parameters, -1);
+    if (windowed && !after_backward.empty()) {
+      // What is reduced after backward is every module's, the left-out layers' included: the
+      // whole graph's calls, outside the layers (-1), so that the extrapolation counts them once.
+      after_backward.assign(1, {costs_.head_gradients, -1});
+      after_backward.insert(after_backward.end(), model_.layers, {costs_.layer_parameters, -1});
+      after_backward.push_back({costs_.embedding_parameters, -1});
+    }
     for (auto [parameters, layer] : after_backward) {
       flush_before(parameters);
       add_to_bucket(parameters, layer);
@@ -233,9 +255,15 @@ class StepBuilder {
   // Reduce-scatter within the shard group (all-reduce under ZeRO-0), then all-reduce each shard
   // across the replicas when shards span fewer than all ranks: with overlap_comm on the reduce
   // stream once the compute so far has finished, else on the compute stream itself, which waits.
-  void reduce_gradients(double parameters, int layer) {
+  // `waits`: false for a window's middle layer reducing on its own, which stands for a steady
+  // state where the previous bucket's reductions are long done (its period is extrapolated).
+  void reduce_gradients(double parameters, int layer, bool waits = true) {
     const double bytes = 2.0 * parameters;
     std::vector<TaskId>& stream = zero_.overlap_comm ? reduce_ : compute_;
+    // With overlap_comm DeepSpeed's ZeRO-1/2 make the compute stream wait, at each flush, for the
+    // reductions queued before it (stage_1_and_2.py, average_tensor: the current stream waits for
+    // the reduction stream, since DeepSpeed PR #5606): compute runs at most one bucket ahead.
+    if (waits && zero_.overlap_comm && (zero_.stage == 1 || zero_.stage == 2)) join(reduce_);
     if (zero_.stage == 0) {
       collective(Label::zero_allreduce, layer, backward, *shard_, CollectiveOp::allreduce, bytes, stream);
     } else {
