@@ -3,21 +3,18 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 #include <new>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace basp {
 
-// Blocks of 2 MiB or more: 2 MiB-aligned, marked for transparent huge pages, and kept for reuse
-// once freed (big_vector.cpp says why and how much).
-void* allocate_big_block(std::size_t bytes);
-void free_big_block(void* p, std::size_t bytes);
-// The most freed blocks kept at once, in bytes (0: none kept; what is kept beyond it is freed).
-// Returns the limit it replaces.
-std::size_t set_big_block_cache_bytes(std::size_t bytes);
-
-// Why huge pages: with 4 KiB pages, first-touch page faults cost more than the simulation itself
-// on virtual machines (measured: 178k faults, 1.3 s of 5.5 s for a 1024-GPU all-to-all).
+// Why: with 4 KiB pages, first-touch page faults cost more than the simulation itself on
+// virtual machines (measured: 178k faults, 1.3 s of 5.5 s for a 1024-GPU all-to-all).
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
@@ -30,13 +27,19 @@ struct HugePageAllocator {
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
     if (bytes < huge) return static_cast<T*>(::operator new(bytes));
-    return static_cast<T*>(allocate_big_block(bytes));
+    const std::size_t rounded = (bytes + huge - 1) / huge * huge;
+    void* p = std::aligned_alloc(huge, rounded);
+    if (!p) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: ignored where huge pages are off
+#endif
+    return static_cast<T*>(p);
   }
   void deallocate(T* p, std::size_t n) {
     if (n * sizeof(T) < huge)
       ::operator delete(p);
     else
-      free_big_block(p, n * sizeof(T));
+      std::free(p);
   }
   template <class U>
   bool operator==(const HugePageAllocator<U>&) const { return true; }

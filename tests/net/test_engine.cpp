@@ -1,11 +1,9 @@
 // The event loop: waits hold no bandwidth, rates are re-solved when flows start or end, delays and
 // dependencies order tasks, and the same input gives the same output bit for bit.
-#include "big_vector.hpp"
 #include "engine.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <cstdint>
 #include <stdexcept>
 
 using namespace basp;
@@ -126,31 +124,4 @@ TEST_CASE("the longest path of a graph of delays is when its run ends") {
   cycle.depends(x, y);
   cycle.depends(y, x);
   CHECK_THROWS_AS(cycle.longest_path_s(), std::logic_error);
-}
-
-TEST_CASE("the engine's freed large blocks are reused up to the cache's limit") {
-  // System: 2 MiB-aligned blocks of 8 and 10 MiB, a cache of 64 MiB, then none.
-  // Expectations: a freed block serves a later request it can hold (the smallest such), not one
-  // larger than it; with no cache nothing is kept; blocks are aligned and writable throughout.
-  const std::size_t before = set_big_block_cache_bytes(std::size_t(64) << 20);
-  const std::size_t mib = std::size_t(1) << 20, align = 2 * mib;
-  void* eight = allocate_big_block(8 * mib);
-  CHECK(reinterpret_cast<std::uintptr_t>(eight) % align == 0);
-  free_big_block(eight, 8 * mib);
-  void* six = allocate_big_block(6 * mib);  // the kept 8 MiB block
-  CHECK(six == eight);
-  static_cast<char*>(six)[8 * mib - 1] = 1;  // all 8 MiB of it are the caller's
-  void* ten = allocate_big_block(10 * mib);  // nothing kept holds it: fresh
-  CHECK(ten != six);
-  static_cast<char*>(ten)[10 * mib - 1] = 1;
-  free_big_block(six, 6 * mib);
-  free_big_block(ten, 10 * mib);
-  void* nine = allocate_big_block(9 * mib);  // the smallest kept block that holds it
-  CHECK(nine == ten);
-  free_big_block(nine, 9 * mib);
-  set_big_block_cache_bytes(0);  // frees what is kept
-  void* again = allocate_big_block(8 * mib);
-  static_cast<char*>(again)[0] = 1;
-  free_big_block(again, 8 * mib);  // not kept: freed
-  set_big_block_cache_bytes(before);
 }
