@@ -126,6 +126,15 @@ void check_host_memory(const Run& run, Strategy strategy, double budget_bytes) {
                        "stragglers and jitter forbid it), a smaller --layers-simulated, or raise --sim-memory");
 }
 
+// The ZeRO plan of the micro-steps before the accumulation boundary where they are a graph of
+// their own: under ZeRO-0/1 they reduce nothing (ZeroPlan::reduce_gradients); none otherwise.
+std::optional<ZeroPlan> accumulating_zero(const Run& run) {
+  if (run.zero.stage > 1 || run.config.accumulation <= 1) return std::nullopt;
+  ZeroPlan local = run.zero;
+  local.reduce_gradients = false;
+  return local;
+}
+
 // An engine on g's fold, its links slowed as asked, with room for g's step graph.
 Engine sized_engine(const Run& run, const StrategyGraph& g, Router& router) {
   std::vector<double> capacities = link_capacities(g.net.topo);
@@ -166,12 +175,10 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   // Under ZeRO-0/1 the micro-steps before the accumulation boundary reduce nothing (ZeroPlan::
   // reduce_gradients): they are a graph of their own, run first and gone before the step's is built.
   std::optional<double> accumulating_s;
-  if (run.zero.stage <= 1 && run.config.accumulation > 1) {
-    ZeroPlan local = run.zero;
-    local.reduce_gradients = false;
+  if (const std::optional<ZeroPlan> local = accumulating_zero(run)) {
     Engine engine = sized_engine(run, g, router);
     const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
-                                       run.config.checkpointing, local, g.groups, res.layers_simulated, nullptr,
+                                       run.config.checkpointing, *local, g.groups, res.layers_simulated, nullptr,
                                        run.speed);
     engine.run();
     accumulating_s = step_times(engine, tasks, run.model.layers, res.layers_simulated).gradients_s;
@@ -445,9 +452,7 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
     // which no rank's chain reaches before its optimizer becomes ready; under ZeRO-0/1 they
     // reduce nothing (their own graph, as run_strategy simulates them), and its calls are among
     // the step's, so the classes that differ on the step's calls cover those that differ on theirs.
-    ZeroPlan local = run.zero;
-    local.reduce_gradients = false;
-    const bool accumulates_locally = run.zero.stage <= 1 && run.config.accumulation > 1;
+    const std::optional<ZeroPlan> local = accumulating_zero(run);
     // One class's chain: its length, and when its optimizer becomes ready.
     auto chain = [&](int rank_class, const ZeroPlan& zero) {
       bounds.select(rank_class);
@@ -461,7 +466,7 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
     auto add_class = [&](int rank_class) {
       const auto [path, ready] = chain(rank_class, run.zero);
       end = std::max(end, path);
-      gradients = std::max(gradients, accumulates_locally ? chain(rank_class, local).second : ready);
+      gradients = std::max(gradients, local ? chain(rank_class, *local).second : ready);
     };
     add_class(0);
     for (int k : bounds.distinct_classes())
