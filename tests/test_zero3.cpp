@@ -142,16 +142,20 @@ TEST_CASE("ZeRO-3: bad bucket and threshold values are refused with the flag") {
 TEST_CASE("ZeRO-3: weights are prefetched and kept as DeepSpeed's coordinator does") {
   using G = std::vector<std::pair<int, std::string>>;
   const std::string f = "forward", b = "backward";
-  // E: gather E (live 262.7M); its 4 hooks prefetch layers 0-3, one each (505.9M). A0: E is used
-  // again within 1e9 (M0 and 15 layers, 966.8M): kept; 6 hooks: layers 4-9 (870.8M). M0: A0
-  // released (864.5M); hooks: layers 10, 11, then 13.8M left: A12, M12 (1047.0M). A1: M0
-  // released (992.5M), 7.5M left: layer 13. A2: A1, M1 released: layer 14. A3: layer 15. A4: the
-  // prefetcher passes the head's uses and the backward uses of layers 15-4 (resident: kept until
-  // then) and gathers M3. Nothing is released until backward: E is used again at the embedding's
-  // backward, 16 layers (973.1M) on, so it stays. A15 backward: M15 is not used again (992.5M):
-  // A3, M2. A14: A2, M1. A13: A1, M0. A12: A0.
-  CHECK(gathers("") == G{{-1, f}, {-1, f}, {0, f}, {0, f}, {1, f}, {2, f}, {3, f}, {4, f}, {15, b}, {14, b}, {13, b},
-                         {12, b}});
+  // Each hook that prefetches something issues an all-gather of its own, after the use's own.
+  // E: gather E (live 262.7M); its 4 hooks prefetch layers 0-3, one each (505.9M): 5 calls. A0: E
+  // is used again within 1e9 (M0 and 15 layers, 966.8M): kept; 6 hooks: layers 4-9, one each
+  // (870.8M). M0: A0 released (864.5M); 3 of its 7 hooks: layers 10, 11, then 13.8M left: A12, M12
+  // (1047.0M): 9 calls at layer 0. A1: M0 released (992.5M), 7.5M left: layer 13. A2: A1, M1
+  // released: layer 14. A3: layer 15. A4: the prefetcher passes the head's uses and the backward
+  // uses of layers 15-4 (resident: kept until then) and gathers M3. Nothing is released until
+  // backward: E is used again at the embedding's backward, 16 layers (973.1M) on, so it stays.
+  // A15 backward: M15 is not used again (992.5M): one hook, A3 and M2. A14: A2, M1. A13: A1, M0.
+  // A12: A0.
+  G prefetched(5, {-1, f});
+  prefetched.insert(prefetched.end(), 9, {0, f});
+  prefetched.insert(prefetched.end(), {{1, f}, {2, f}, {3, f}, {4, f}, {15, b}, {14, b}, {13, b}, {12, b}});
+  CHECK(gathers("") == prefetched);
   // No prefetching (max live 0): every unit gathered at its use, E once (used again within 1e9
   // at the head, and then at the embedding's backward). Kept into backward: layer l's units while the weights used in between stay under
   // 1e9: for A_l, 2 M + 2 (15 - l) layers + 2 E = 999.3M at l = 12, 1,121M at l = 11. So layers
@@ -169,11 +173,14 @@ TEST_CASE("ZeRO-3: weights are prefetched and kept as DeepSpeed's coordinator do
   none.push_back({-1, b});
   CHECK(gathers("--zero-max-live 0 --zero-reuse-distance 0") == none);
   // A window of 5 layers stands for the model's layers 0, 1, 8 (the middle one, extrapolated), 14
-  // and 15, and each of their uses issues what it issues in the whole model: the embedding's two
-  // calls, A0's and M0's prefetches, A1's, then nothing until layer 15's and 14's attention inputs
-  // in backward (the graph's layers 4 and 3). The model's calls at layers 2-4 forward and 13-12
-  // backward belong to the window's left-out uses.
-  CHECK(gathers("--layers-simulated 5") == G{{-1, f}, {-1, f}, {0, f}, {0, f}, {1, f}, {4, b}, {3, b}});
+  // and 15, and each of their uses issues what it issues in the whole model: the embedding's five
+  // calls, A0's and M0's nine prefetches, A1's, then nothing until layer 15's and 14's attention
+  // inputs in backward (the graph's layers 4 and 3). The model's calls at layers 2-4 forward and
+  // 13-12 backward belong to the window's left-out uses.
+  G window(5, {-1, f});
+  window.insert(window.end(), 9, {0, f});
+  window.insert(window.end(), {{1, f}, {4, b}, {3, b}});
+  CHECK(gathers("--layers-simulated 5") == window);
 }
 
 // The memory model's gathered weights bound what the coordinator holds at its peak, whatever the

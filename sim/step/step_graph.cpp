@@ -248,7 +248,7 @@ class StepBuilder {
     if (next_use_ == trace_.size()) throw std::logic_error("build_step: ZeRO-3 weights used out of their trace's order");
     const UseGathers& g = gathers_[next_use_++];
     if (g.own) gather_units({unit}, layer, pass);
-    if (!g.prefetch.empty()) gather_units(g.prefetch, layer, pass);
+    for (const std::vector<std::size_t>& hook : g.prefetches) gather_units(hook, layer, pass);
     if (!unit_done_[unit].empty()) join(unit_done_[unit]);
   }
 

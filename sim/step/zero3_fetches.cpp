@@ -44,10 +44,10 @@ FetchDecisions coordinate_fetches(const std::vector<WeightUse>& trace, const std
     // Each hook pops uses until it has a bucket or the live limit is reached, checked as it
     // pops, so each hook's last unit may pass it, as DeepSpeed's does; the next hook sees what
     // the previous ones gathered.
-    std::vector<std::size_t>& prefetch = out[use].prefetch;
     for (int hook = 0; hook < trace[use].hooks; ++hook) {
       const double allowed = std::min(limits.max_live - live, limits.prefetch_bucket);
       double prefetching = 0;
+      std::vector<std::size_t> prefetch;
       while (prefetched < trace.size() && prefetching < allowed) {
         const std::size_t k = prefetched++;
         const std::size_t next = trace[k].unit;
@@ -58,6 +58,7 @@ FetchDecisions coordinate_fetches(const std::vector<WeightUse>& trace, const std
           gathered(next);
         }
       }
+      if (!prefetch.empty()) out[use].prefetches.push_back(std::move(prefetch));
     }
   }
   return decisions;

@@ -13,8 +13,10 @@ struct WeightUse {
 };
 
 struct UseGathers {
-  bool own = false;                  // its unit was not resident: gathered first, on its own
-  std::vector<std::size_t> prefetch;  // then these units, in one call (empty: none)
+  bool own = false;  // its unit was not resident: gathered first, on its own
+  // Then what each of its hooks prefetches, one all-gather per hook that finds something to
+  // gather (DeepSpeed's fetch_sub_module issues one per hook), in hook order.
+  std::vector<std::vector<std::size_t>> prefetches;
 };
 
 struct FetchLimits {      // in elements (DeepSpeed's defaults: StepConfig's)

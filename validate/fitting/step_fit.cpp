@@ -222,7 +222,7 @@ StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides
   for (const Param& p : ps)
     hold_first.push_back(p.kind == ParamKind::compute ? 2 : p.kind == ParamKind::link_efficiency ? 0 : 1);
   const LeastSquaresFit lsq = levenberg_marquardt(
-      residuals, Eigen::Map<const Eigen::VectorXd>(x0.data(), long(x0.size())), hold_first, 40, 1e-3);
+      residuals, Eigen::Map<const Eigen::VectorXd>(x0.data(), long(x0.size())), hold_first, 40, 1e-2);
   StepFit out;
   out.iterations = lsq.iterations;
   out.converged = lsq.converged;
