@@ -221,6 +221,9 @@ StepFit fit_step(const std::string& topology, const TopologyOverrides& overrides
   std::vector<int> hold_first;
   for (const Param& p : ps)
     hold_first.push_back(p.kind == ParamKind::compute ? 2 : p.kind == ParamKind::link_efficiency ? 0 : 1);
+  // Derivatives by differences of 1e-2 in solver units (about 0.002 of an efficiency near 0.3):
+  // step figures are piecewise smooth (minima and maxima over models), and with 1e-3 the paper
+  // figures' fit stalled on a kink at 4.6 times the minimum's sum (docs/calibration.md).
   const LeastSquaresFit lsq = levenberg_marquardt(
       residuals, Eigen::Map<const Eigen::VectorXd>(x0.data(), long(x0.size())), hold_first, 40, 1e-2);
   StepFit out;
