@@ -109,7 +109,8 @@ nlohmann::ordered_json config_json(const StepReport& r) {
                                  {{"gemm", cal.compute.gemm},
                                   {"attention_forward", cal.compute.attention_forward},
                                   {"attention_backward", cal.compute.attention_backward},
-                                  {"memory", cal.compute.memory}}}}}};
+                                  {"memory", cal.compute.memory},
+                                  {"rotary", cal.compute.rotary_or_memory()}}}}}};
   for (const ZeroSetting& z : zero_settings) j[std::string(z.json)] = c.*z.field;
   j["zero_overlap_comm"] = zero_plan(c).overlap_comm;
   return j;

@@ -164,17 +164,26 @@ TEST_CASE("fit: compute efficiencies and their size dependence come back from no
   CHECK_THROWS_WITH(compute_class_of("conv"), Catch::Contains("unknown compute operation"));
 }
 
-TEST_CASE("fit: the memory-bound efficiency comes back from rotary and pack runs") {
+TEST_CASE("fit: the memory-bound efficiencies come back from pack and rotary runs, each its own") {
   const GpuKind& gpu = *lookup_gpu_kind("A100-40GB");
   std::vector<ComputeSample> samples;
   for (double bytes = 1e6; bytes <= 1e9; bytes *= 10) {
-    samples.push_back({"rotary", 0, bytes / (gpu.hbm_Bps * 0.55), 0, bytes});
+    samples.push_back({"rotary", 0, bytes / (gpu.hbm_Bps * 0.12), 0, bytes});  // compute-bound on CPUs
     samples.push_back({"pack_qkv", 0, bytes / (gpu.hbm_Bps * 0.55), 0, bytes});
   }
   samples.push_back({"gemm_out", 1e12, 1e12 / (gpu.peak_bf16_flops * 0.7), 0});
   const ComputeFit fit = fit_compute(gpu, ComputeEfficiency{}, samples);
   CHECK(fit.memory_fitted);
   CHECK(fit.efficiency.memory == Approx(0.55).epsilon(1e-6));
+  REQUIRE(fit.efficiency.rotary);
+  CHECK(*fit.efficiency.rotary == Approx(0.12).epsilon(1e-6));
+  // Without rotary runs it is left unset, and the cost model then gives rotary memory's rate.
+  std::vector<ComputeSample> packs;
+  for (const ComputeSample& s : samples)
+    if (s.op != "rotary") packs.push_back(s);
+  const ComputeFit without = fit_compute(gpu, ComputeEfficiency{}, packs);
+  CHECK_FALSE(without.efficiency.rotary);
+  CHECK(without.efficiency.rotary_or_memory() == Approx(0.55).epsilon(1e-6));
   CHECK(fit.efficiency.gemm == Approx(0.7).epsilon(1e-6));
   CHECK(fit.quality.max_relative_residual < 1e-6);
   // Faster than the GPU kind's memory bandwidth: that figure is wrong, not the run.

@@ -435,3 +435,24 @@ TEST_CASE("host memory: a memory cgroup's limit is read from v2, else v1, and un
   CHECK_FALSE(cgroup_memory_limit_bytes(missing, missing));
   CHECK(host_memory_budget_bytes() > 0);
 }
+
+// Rotary's bytes (Q and K read and written, 2·e·T·(q + kv) per pass) run at its own efficiency of
+// memory bandwidth when a calibration sets one (a CPU's, whose sines and cosines are slow), and
+// at `memory`'s otherwise; nothing else of the layer changes.
+TEST_CASE("cost model: rotary at its own efficiency of memory bandwidth, else at memory's") {
+  const ModelSpec m = load_model("llama-3.2-1b");
+  const GpuKind& gpu = *lookup_gpu_kind("A100-40GB");
+  ComputeEfficiency plain, slow_rotary;
+  slow_rotary.rotary = 0.1;
+  CHECK(plain.rotary_or_memory() == plain.memory);
+  const double t = 8192;
+  const double rotary_bytes = 2 * 2.0 * t * double(m.q_width() + m.kv_width());
+  for (bool backward : {false, true}) {
+    const double passes = backward ? 2 : 1;
+    const double extra = passes * rotary_bytes / gpu.hbm_Bps * (1 / 0.1 - 1 / plain.memory);
+    CHECK(CostModel{m, gpu, slow_rotary}.pre_attention(t, backward).time_s ==
+          Approx(CostModel{m, gpu, plain}.pre_attention(t, backward).time_s + extra).epsilon(1e-12));
+    CHECK(CostModel{m, gpu, slow_rotary}.post_attention(t, backward).time_s ==
+          CostModel{m, gpu, plain}.post_attention(t, backward).time_s);
+  }
+}

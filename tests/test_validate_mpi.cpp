@@ -260,7 +260,8 @@ TEST_CASE("calibration loop on this machine: measure, calibrate, then predict a 
                                        " " + c2.path + " --out " + cal.path);
   INFO(fit.out);
   REQUIRE(fit.code == 0);
-  CHECK_THAT(fit.out, Catch::Contains("compute.memory"));  // from the rotary and pack runs
+  CHECK_THAT(fit.out, Catch::Contains("compute.memory"));  // from the pack runs
+  CHECK_THAT(fit.out, Catch::Contains("compute.rotary"));  // from the rotary runs, a class of its own
   const Run check = basp::test::basp_cli(
       "check --topology localhost-cpu --calibration " + cal.path + " -m " + layer.path + " --json", false);
   REQUIRE(check.code == 0);

@@ -20,7 +20,12 @@ struct ComputeEfficiency {
   double attention_forward = 0.60;   // FlashAttention-2 forward
   double attention_backward = 0.45;  // FlashAttention-2 backward
   double memory = 0.80;              // memory-bound kernels: fraction of HBM bandwidth
+  // Rotary embedding (and QK-norm), a fraction of HBM bandwidth on its bytes; unset: `memory`'s.
+  // Memory-bound on GPUs; on CPUs its sines and cosines make it several times slower than a copy.
+  std::optional<double> rotary;
   double gemm_half_flops = 0, attention_forward_half_flops = 0, attention_backward_half_flops = 0;
+
+  double rotary_or_memory() const { return rotary.value_or(memory); }
 };
 
 struct LinkCalibration {

@@ -15,10 +15,13 @@ Work CostModel::op(OpClass cls, double flops, double bytes) const {
       eff = efficiency.attention_backward, half = efficiency.attention_backward_half_flops;
       break;
     case OpClass::memory: break;
+    case OpClass::rotary: break;
   }
   // e·F/(F + F½) of peak: the time is (F + F½) / (peak·e), a fixed cost plus a rate.
-  const double math_s = cls == OpClass::memory ? 0.0 : (flops + half) / (gpu.peak_bf16_flops * eff);
-  const double memory_s = bytes / (gpu.hbm_Bps * efficiency.memory);
+  const bool memory_bound = cls == OpClass::memory || cls == OpClass::rotary;
+  const double math_s = memory_bound ? 0.0 : (flops + half) / (gpu.peak_bf16_flops * eff);
+  const double memory_s =
+      bytes / (gpu.hbm_Bps * (cls == OpClass::rotary ? efficiency.rotary_or_memory() : efficiency.memory));
   return {std::max(math_s, memory_s), flops, flops};
 }
 
@@ -34,7 +37,8 @@ Work CostModel::pre_attention(double t, bool backward) const {
   const double norm_bytes = 2 * e * t * d;
   const double rotary_bytes = 2 * e * t * (model.q_width() + model.kv_width()) * (model.qk_norm ? 2 : 1);
   const double passes = backward ? 2.0 : 1.0;
-  w += op(OpClass::memory, 0, passes * (norm_bytes + rotary_bytes));
+  w += op(OpClass::memory, 0, passes * norm_bytes);
+  w += op(OpClass::rotary, 0, passes * rotary_bytes);
   w += gemm(t, qkv, d);
   if (backward) w += gemm(d, qkv, t);  // weight gradient; the first GEMM stands for the input gradient
   return w;

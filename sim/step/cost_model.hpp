@@ -8,7 +8,7 @@
 
 namespace basp {
 
-enum class OpClass { gemm, attention_forward, attention_backward, memory };
+enum class OpClass { gemm, attention_forward, attention_backward, memory, rotary };
 
 // What a piece of work costs: time on the GPU, FLOPs executed (including FlashAttention's
 // recomputation in backward) and model FLOPs (what MFU counts: 2 per multiply-add of the math

@@ -64,6 +64,7 @@ std::vector<ParameterRange> calibration_ranges(const Calibration& cal, const Top
   out.push_back(efficiency(cal, "compute.attention_forward", k.attention_forward, false));
   out.push_back(efficiency(cal, "compute.attention_backward", k.attention_backward, false));
   out.push_back(efficiency(cal, "compute.memory", k.memory, false));
+  if (k.rotary) out.push_back(efficiency(cal, "compute.rotary", *k.rotary, false));
   return out;
 }
 
@@ -79,6 +80,7 @@ Calibration calibration_at(const Calibration& cal, const std::vector<ParameterRa
     else if (n == "compute.attention_forward") c.compute.attention_forward = v;
     else if (n == "compute.attention_backward") c.compute.attention_backward = v;
     else if (n == "compute.memory") c.compute.memory = v;
+    else if (n == "compute.rotary") c.compute.rotary = v;
     else
       for (int cls = 0; cls < 5; ++cls)
         if (n == "links." + std::string(to_string(static_cast<LinkClass>(cls))) + ".efficiency")

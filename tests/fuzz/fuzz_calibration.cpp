@@ -17,6 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (c.per_peer_s) fuzz::non_negative(*c.per_peer_s, "per-peer overhead");
     for (double e : {c.compute.gemm, c.compute.attention_forward, c.compute.attention_backward, c.compute.memory})
       fuzz::positive(e, "compute efficiency");
+    if (c.compute.rotary) fuzz::require(*c.compute.rotary > 0.0 && *c.compute.rotary <= 1.0, "rotary efficiency outside (0, 1]");
     for (double h : {c.compute.gemm_half_flops, c.compute.attention_forward_half_flops,
                      c.compute.attention_backward_half_flops})
       fuzz::non_negative(h, "half-efficiency FLOPs");

@@ -66,6 +66,7 @@ void compute_values(std::ostringstream& o, const ComputeEfficiency& e, bool memo
   o << "  gemm: " << num(e.gemm) << "\n  attention_forward: " << num(e.attention_forward) << "\n";
   o << "  attention_backward: " << num(e.attention_backward) << "\n";
   if (memory) o << "  memory: " << num(e.memory) << "\n";
+  if (e.rotary) o << "  rotary: " << num(*e.rotary) << "\n";
   if (e.gemm_half_flops > 0) o << "  gemm_half_flops: " << num(e.gemm_half_flops) << "\n";
   if (e.attention_forward_half_flops > 0)
     o << "  attention_forward_half_flops: " << num(e.attention_forward_half_flops) << "\n";

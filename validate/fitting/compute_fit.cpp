@@ -18,7 +18,8 @@ std::string compute_class_of(const std::string& op) {
   if (op.rfind("gemm", 0) == 0) return "gemm";
   if (op == "attn_fwd") return "attention_forward";
   if (op == "attn_bwd") return "attention_backward";
-  if (op == "rotary" || op == "pack_qkv") return "memory";
+  if (op == "rotary") return "rotary";
+  if (op == "pack_qkv") return "memory";
   throw InputError("", 0, "--measurements",
                    "unknown compute operation '" + op + "' (gemm_*, attn_fwd, attn_bwd, rotary, pack_qkv)");
 }
@@ -66,12 +67,14 @@ ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start,
   ComputeFit out;
   out.efficiency = start;
   std::vector<double> rel;
-  for (const std::string cls : {"gemm", "attention_forward", "attention_backward", "memory"}) {
+  // Rotary has a class of its own: on GPUs it runs at the memory-bound rate, but on CPUs its sines
+  // and cosines make it several times slower than the pack kernels (docs/calibration.md).
+  for (const std::string cls : {"gemm", "attention_forward", "attention_backward", "memory", "rotary"}) {
     std::vector<const ComputeSample*> mine;
     for (const ComputeSample& s : samples)
       if (compute_class_of(s.op) == cls) mine.push_back(&s);
     if (mine.empty()) continue;
-    const bool memory = cls == "memory";
+    const bool memory = cls == "memory" || cls == "rotary";
     const ClassFit f = fit_line(mine, memory ? &ComputeSample::bytes : &ComputeSample::flops, !memory);
     // Memory-bound kernels are measured against the GPU kind's memory bandwidth.
     const double peak = memory ? gpu.hbm_Bps : gpu.peak_bf16_flops;
@@ -86,7 +89,9 @@ ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start,
     const double var_half = f.var_b / (f.a * f.a) + f.b * f.b * f.var_a / std::pow(f.a, 4) -
                             2 * f.b * f.cov_ab / std::pow(f.a, 3);
     out.parameters.push_back({"compute." + cls, e, sigma_e, true});
-    if (memory) {
+    if (cls == "rotary") {
+      out.efficiency.rotary = e;
+    } else if (memory) {
       out.efficiency.memory = e;
       out.memory_fitted = true;
     } else

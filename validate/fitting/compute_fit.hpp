@@ -1,5 +1,6 @@
 // Fits the cost model's compute efficiencies per operation class (GEMM, attention forward,
-// attention backward: e·F/(F + F½) of peak; memory-bound kernels: a fraction of memory bandwidth).
+// attention backward: e·F/(F + F½) of peak; memory-bound kernels and rotary: fractions of memory
+// bandwidth).
 #pragma once
 
 #include <vector>
@@ -13,9 +14,9 @@ namespace basp::fitting {
 
 struct ComputeFit {
   ComputeEfficiency efficiency;             // `start` with the fitted classes set
-  std::vector<FittedParameter> parameters;  // compute.CLASS and compute.CLASS_half_flops, compute.memory
+  std::vector<FittedParameter> parameters;  // compute.CLASS and compute.CLASS_half_flops, compute.memory, compute.rotary
   FitQuality quality;
-  bool memory_fitted = false;  // memory-bound runs were measured
+  bool memory_fitted = false;  // memory-bound runs (pack) were measured; rotary's: efficiency.rotary set
 };
 
 // Per class, time = (F + F½) / (peak·e) is linear in F: a weighted linear least squares on relative

@@ -61,10 +61,11 @@ std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKin
     const double causal = (x.S + 1) / (2 * x.S);
     const auto gemm = [&](double flops) { return cm.op(OpClass::gemm, flops, 0).time_s; };
     const auto memory = [&](double elements) { return cm.op(OpClass::memory, 0, 2 * x.e * elements).time_s; };
+    const auto rotary = [&](double elements) { return cm.op(OpClass::rotary, 0, 2 * x.e * elements).time_s; };
     const double q_bytes = x.e * x.T * x.H * x.dh, kv_bytes = x.e * x.P * x.T * x.hk * x.dh;
     std::map<std::string, double> predicted = {
         {"qkv_proj", gemm(gemm_qkv)},
-        {"rotary", memory(x.T * (x.H + x.Hk) * x.dh)},
+        {"rotary", rotary(x.T * (x.H + x.Hk) * x.dh)},
         {"pack_qkv", memory(qkv_elems)},
         {"unpack_qkv", memory(qkv_elems)},
         {"attn_fwd", cm.attention(x.nseq * x.hq, x.S, x.S, causal, false).time_s},
@@ -77,7 +78,7 @@ std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKin
         {"attn_bwd", cm.attention(x.nseq * x.hq, x.S, x.S, causal, true).time_s},
         {"pack_dqkv", memory(qkv_elems)},
         {"unpack_dqkv", memory(qkv_elems)},
-        {"rotary_bwd", memory(x.T * (x.H + x.Hk) * x.dh)},
+        {"rotary_bwd", rotary(x.T * (x.H + x.Hk) * x.dh)},
         {"qkv_proj_bwd", gemm(2 * gemm_qkv)}};
     const double a2a_q = alltoall_s(topo, run, s.group_size, q_bytes);
     const double a2a_kv = alltoall_s(topo, run, s.group_size, kv_bytes);
