@@ -203,7 +203,8 @@ class StepBuilder {
   // layer's attention inputs (Q, K, V, gathered before its QKV projection), its output projection
   // and MLP, the embedding table and the head (one unit with the table when tied). Each use issues
   // the gathers the coordinator decides for it, on the gather stream once the compute before it
-  // has started, and its compute waits for its unit's latest gather. A window of layers stands
+  // has finished (the host would issue them earlier: pessimistic), and its compute waits for the
+  // call holding its unit. A window of layers stands
   // for the whole model: its layers are the model's first, middle and last (model_layer), and
   // each of their uses issues what that use issues in the whole model's trace, so the middle
   // layer sees what a middle layer of the model does (the uses of layers left out issue nothing:
@@ -228,7 +229,7 @@ class StepBuilder {
     unit_done_.assign(unit_elements_.size(), {});
   }
 
-  // One all-gather for these units, on the gather stream, once the compute so far has started.
+  // One all-gather for these units, on the gather stream, once the compute so far has finished.
   void gather_units(const std::vector<std::size_t>& which, int layer, std::uint8_t pass) {
     double elements = 0;
     for (std::size_t u : which) elements += unit_elements_[u];

@@ -118,7 +118,8 @@ struct Zero3Trace {
 };
 Zero3Trace zero3_trace(const ModelSpec& model, const StepCosts& costs, bool checkpointing);
 // Gather calls a layer makes, for estimates: one per use of its two units (forward, backward and
-// recomputation); a use that gathers its own unit and prefetches makes two, which is rare.
+// recomputation), as when the live limit paces prefetching a layer ahead; the first uses make
+// more (one per hook that prefetches: Llama-3.2-1B's first layer 9), which the estimate's slack covers.
 int zero3_gathers_per_layer(bool checkpointing);
 
 // Flows one layer's exchanges add to the graph (forward, backward and recomputation): all-to-all
