@@ -105,7 +105,8 @@ int run_check(const CheckArgs& a) {
   nlohmann::json runs = nlohmann::json::array();
   std::vector<double> all_errors;
   if (a.format.format() == Format::csv)
-    std::printf("measurements,strategy,group_size,phase,measured_s,predicted_s,relative_error\n");
+    std::printf("measurements,strategy,group_size,phase,measured_s,measured_min_s,measured_max_s,predicted_s,"
+                "relative_error\n");
   for (const fitting::LayerRun& run : m.layers) {
     const auto cmp = fitting::predict_layer(topo, *gpu, cal.compute, run);
     const auto& src = m.sources[run.source];
@@ -119,9 +120,10 @@ int run_check(const CheckArgs& a) {
           run.precision.c_str());
       std::printf("#  predicted on topology %s with calibration %s\n#\n", topo.name.c_str(),
                   cal.name.c_str());
-      std::printf("#%9s %6s %14s %12s %12s %9s\n", "strategy", "group", "phase", "measured", "predicted",
-                  "error");
-      std::printf("#%9s %6s %14s %12s %12s %9s\n", "", "(P)", "", "(us)", "(us)", "(%)");
+      std::printf("#%9s %6s %14s %12s %12s %12s %12s %9s\n", "strategy", "group", "phase", "measured",
+                  "min", "max", "predicted", "error");
+      std::printf("#%9s %6s %14s %12s %12s %12s %12s %9s\n", "", "(P)", "", "median (us)", "(us)", "(us)",
+                  "(us)", "(%)");
     }
     nlohmann::json strategies = nlohmann::json::array();
     for (const auto& s : cmp) {
@@ -129,23 +131,27 @@ int run_check(const CheckArgs& a) {
       for (const auto& p : s.phases) {
         all_errors.push_back(std::abs(p.relative_error()));
         if (a.format.format() == Format::table)
-          std::printf(" %9s %6d %14s %12.1f %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size,
-                      p.name.c_str(), p.measured_s * 1e6, p.predicted_s * 1e6, 100 * p.relative_error());
+          std::printf(" %9s %6d %14s %12.1f %12.1f %12.1f %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size,
+                      p.name.c_str(), p.measured_s * 1e6, p.measured_min_s * 1e6, p.measured_max_s * 1e6,
+                      p.predicted_s * 1e6, 100 * p.relative_error());
         if (a.format.format() == Format::csv)
-          std::printf("%s,%s,%d,%s,%.9g,%.9g,%.6g\n", src.path.c_str(), s.strategy.c_str(), s.group_size,
-                      p.name.c_str(), p.measured_s, p.predicted_s, p.relative_error());
+          std::printf("%s,%s,%d,%s,%.9g,%.9g,%.9g,%.9g,%.6g\n", src.path.c_str(), s.strategy.c_str(),
+                      s.group_size, p.name.c_str(), p.measured_s, p.measured_min_s, p.measured_max_s,
+                      p.predicted_s, p.relative_error());
         phases.push_back({{"name", p.name},
                           {"measured_s", p.measured_s},
+                          {"measured_min_s", p.measured_min_s},
+                          {"measured_max_s", p.measured_max_s},
                           {"predicted_s", p.predicted_s},
                           {"relative_error", p.relative_error()}});
       }
       const double e_a2a = (s.predicted_a2a_s - s.measured_a2a_s) / s.measured_a2a_s;
       const double e_total = (s.predicted_total_s - s.measured_total_s) / s.measured_total_s;
       if (a.format.format() == Format::table) {
-        std::printf(" %9s %6d %14s %12.1f %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size, "a2a_total",
-                    s.measured_a2a_s * 1e6, s.predicted_a2a_s * 1e6, 100 * e_a2a);
-        std::printf(" %9s %6d %14s %12.1f %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size, "layer_total",
-                    s.measured_total_s * 1e6, s.predicted_total_s * 1e6, 100 * e_total);
+        std::printf(" %9s %6d %14s %12.1f %12s %12s %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size,
+                    "a2a_total", s.measured_a2a_s * 1e6, "", "", s.predicted_a2a_s * 1e6, 100 * e_a2a);
+        std::printf(" %9s %6d %14s %12.1f %12s %12s %12.1f %+9.1f\n", s.strategy.c_str(), s.group_size,
+                    "layer_total", s.measured_total_s * 1e6, "", "", s.predicted_total_s * 1e6, 100 * e_total);
       }
       strategies.push_back({{"strategy", s.strategy},
                             {"group_size", s.group_size},

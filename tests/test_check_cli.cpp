@@ -21,8 +21,18 @@ TEST_CASE("check cli: a measured layer run is predicted phase by phase") {
   REQUIRE(strategies.size() == 2);
   for (const auto& s : strategies) {
     REQUIRE(s.at("phases").size() == 24);
-    for (const auto& p : s.at("phases")) CHECK(p.at("predicted_s").get<double>() > 0);
+    for (const auto& p : s.at("phases")) {
+      CHECK(p.at("predicted_s").get<double>() > 0);
+      // The measured spread comes with the median: min <= median <= max.
+      CHECK(p.at("measured_min_s").get<double>() <= p.at("measured_s").get<double>());
+      CHECK(p.at("measured_s").get<double>() <= p.at("measured_max_s").get<double>());
+    }
   }
+  // The file's first phase (qkv_proj, Ulysses): min 36.30 ms, median 38.96 ms, max 51.42 ms.
+  const auto& first = strategies[0].at("phases")[0];
+  CHECK(first.at("measured_min_s").get<double>() == 0.036299134);
+  CHECK(first.at("measured_s").get<double>() == 0.0389585965);
+  CHECK(first.at("measured_max_s").get<double>() == 0.051423412);
   CHECK(j.at("runs")[0].contains("speedup"));
   // Ulysses over 2 ranks: a2a_q sends T·H·dh fp32 = 1024·8·64·4 bytes per rank.
   const auto coll = nlohmann::json::parse(
@@ -45,7 +55,8 @@ TEST_CASE("check cli: CSV has one row per phase and strategy") {
   REQUIRE(r.code == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1 + 2 * 24);
   CHECK_THAT(r.out, Catch::StartsWith(
-                        "measurements,strategy,group_size,phase,measured_s,predicted_s,relative_error\n"));
+                        "measurements,strategy,group_size,phase,measured_s,measured_min_s,measured_max_s,"
+                        "predicted_s,relative_error\n"));
 }
 
 TEST_CASE("check cli: files without a layer run and runs larger than the topology are refused") {
@@ -76,6 +87,9 @@ TEST_CASE("check cli: malformed measurement files get one message and exit 2, ne
       {head + R"("command":"layer",)" + layer_config +
            R"("results":[{"strategy":"ulysses","group_size":2,"phases":[{"name":"a2a_q","median_s":0,"send_bytes":1}]}]})",
        "must be positive"},
+      {head + R"("command":"layer",)" + layer_config +
+           R"("results":[{"strategy":"ulysses","group_size":2,"phases":[{"name":"a2a_q","median_s":2,"min_s":3,"send_bytes":1}]}]})",
+       "min_s <= median_s <= max_s"},
       {head + R"("command":"layer","config":{"precision":"fp32","heads":"many"},"results":[]})",
        "config.heads"},
   };

@@ -212,9 +212,15 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
         throw InputError(path, 0, where + ".phases", "must be a non-empty list");
       for (std::size_t k = 0; k < phases.size(); ++k) {
         const std::string pw = where + ".phases[" + std::to_string(k) + "]";
-        s.phases.push_back({text(phases[k], "name", path, pw), number(phases[k], "median_s", path, pw),
-                            number(phases[k], "send_bytes", path, pw)});
-        if (!(s.phases.back().median_s > 0)) throw InputError(path, 0, pw + ".median_s", "must be positive");
+        LayerPhase ph{text(phases[k], "name", path, pw), number(phases[k], "median_s", path, pw),
+                      number(phases[k], "send_bytes", path, pw)};
+        if (!(ph.median_s > 0)) throw InputError(path, 0, pw + ".median_s", "must be positive");
+        // Files written before the validator kept the spread have no min and max.
+        ph.min_s = phases[k].contains("min_s") ? number(phases[k], "min_s", path, pw) : ph.median_s;
+        ph.max_s = phases[k].contains("max_s") ? number(phases[k], "max_s", path, pw) : ph.median_s;
+        if (!(ph.min_s > 0 && ph.min_s <= ph.median_s && ph.median_s <= ph.max_s))
+          throw InputError(path, 0, pw, "needs 0 < min_s <= median_s <= max_s");
+        s.phases.push_back(ph);
       }
       run.strategies.push_back(s);
     }

@@ -43,6 +43,7 @@ struct LayerPhase {
   std::string name;
   double median_s = 0;
   double send_bytes = 0;  // all-to-alls: one rank's send buffer
+  double min_s = 0, max_s = 0;  // over ranks and repeats (files without them: the median)
 };
 struct LayerStrategyRun {
   std::string strategy;  // ulysses | basp
