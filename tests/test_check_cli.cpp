@@ -2,6 +2,7 @@
 // `basp collective` for the same size and groups, GEMMs with the cost model's arithmetic; step
 // figures agree with `basp simulate`.
 #include <algorithm>
+#include <map>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -46,6 +47,29 @@ TEST_CASE("check cli: a measured layer run is predicted phase by phase") {
   const double flops = 2.0 * 1024 * 512 * (8 + 2 * 2) * 64;
   CHECK(strategies[0].at("phases")[0].at("predicted_s").get<double>() ==
         Approx(flops / (basp::lookup_gpu_kind("CPU-core")->peak_bf16_flops * 0.70)).epsilon(1e-9));
+}
+
+// The heads' unpacks (unpack_o, unpack_dqkv: zero-fill, then sum) run at compute.unpack_heads of
+// memory bandwidth where a calibration sets it, the other unpacks at compute.memory: with 0.1
+// against the default 0.8 those two are predicted 8 times slower and nothing else moves.
+TEST_CASE("check cli: the heads' unpacks at their own efficiency") {
+  basp::test::TempFile cal("name: \"unpack\"\ncompute:\n  unpack_heads: 0.1\n", ".yaml");
+  auto phases = [](const std::string& calibration) {
+    const auto r = basp_cli("check --topology localhost-cpu --calibration " + calibration + " -m " +
+                                basp::test::data("layer-cpu-2ranks.json") + " --json",
+                            false);
+    REQUIRE(r.code == 0);
+    std::map<std::string, double> out;
+    for (const auto& p : nlohmann::json::parse(r.out).at("runs")[0].at("strategies")[0].at("phases"))
+      out[p.at("name").get<std::string>()] = p.at("predicted_s").get<double>();
+    return out;
+  };
+  const auto plain = phases("none"), slow = phases(cal.path);
+  for (const auto& [name, t] : plain) {
+    INFO(name);
+    const bool heads = name == "unpack_o" || name == "unpack_dqkv";
+    CHECK(slow.at(name) == Approx(heads ? 8 * t : t).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("check cli: CSV has one row per phase and strategy") {

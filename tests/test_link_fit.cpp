@@ -184,6 +184,17 @@ TEST_CASE("fit: the memory-bound efficiencies come back from pack and rotary run
   const ComputeFit without = fit_compute(gpu, ComputeEfficiency{}, packs);
   CHECK_FALSE(without.efficiency.rotary);
   CHECK(without.efficiency.rotary_or_memory() == Approx(0.55).epsilon(1e-6));
+  // The copying unpack joins the packs' class; the heads' unpack (zero-fill and sum) has its own.
+  std::vector<ComputeSample> unpacks = packs;
+  for (double bytes = 1e6; bytes <= 1e9; bytes *= 10) {
+    unpacks.push_back({"unpack_qkv", 0, bytes / (gpu.hbm_Bps * 0.55), 0, bytes});
+    unpacks.push_back({"unpack_o", 0, bytes / (gpu.hbm_Bps * 0.2), 0, bytes});
+  }
+  const ComputeFit with_unpacks = fit_compute(gpu, ComputeEfficiency{}, unpacks);
+  CHECK(with_unpacks.efficiency.memory == Approx(0.55).epsilon(1e-6));
+  REQUIRE(with_unpacks.efficiency.unpack_heads);
+  CHECK(*with_unpacks.efficiency.unpack_heads == Approx(0.2).epsilon(1e-6));
+  CHECK(with_unpacks.quality.max_relative_residual < 1e-6);
   CHECK(fit.efficiency.gemm == Approx(0.7).epsilon(1e-6));
   CHECK(fit.quality.max_relative_residual < 1e-6);
   // Faster than the GPU kind's memory bandwidth: that figure is wrong, not the run.

@@ -120,6 +120,9 @@ TEST_CASE("validate compute: GEMMs and attention report FLOP/s and memory-bound 
       bytes[row.at("op").get<std::string>()] = row.at("bytes").get<double>();
   CHECK(bytes.at("rotary") == 2.0 * 4 * 128 * (4 + 2) * 16);
   CHECK(bytes.at("pack_qkv") == 2.0 * 4 * (128 * 4 * 16 + 2 * 2 * 128 * 1 * 16));
+  // The unpacks: Q, K, V back from the peers (the packs' bytes) and O's 4 heads (counted as a copy).
+  CHECK(bytes.at("unpack_qkv") == bytes.at("pack_qkv"));
+  CHECK(bytes.at("unpack_o") == 2.0 * 4 * 128 * 4 * 16);
   CHECK(bytes.at("gemm_qkv") == 0);
 }
 

@@ -1,5 +1,5 @@
 // `basp-validate compute`: the layer's GEMMs, causal attention and memory-bound kernels (rotary,
-// pack) at one rank's shapes under each strategy, timed on every rank at once (as in training).
+// pack, unpack) at one rank's shapes under each strategy, timed on every rank at once (as in training).
 #pragma once
 
 #include <cstdio>
@@ -63,7 +63,14 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
         // Q, K, V packed per peer (K and V replicated when the group has more ranks than KV heads).
         {"rotary", Phase::rotary, 0, "Q and K in place", 2 * e * T * (H + Hk) * dh},
         {"pack_qkv", Phase::pack_qkv, 0, "Q, K, V to " + std::to_string(L.ex.peers) + " peers",
-         2 * e * (T * H * dh + 2 * double(L.ex.peers) * T * double(L.hk) * dh)}};
+         2 * e * (T * H * dh + 2 * double(L.ex.peers) * T * double(L.hk) * dh)},
+        // The unpacks: tokens from peers (a copy, as the packs), and heads from peers, whose
+        // kernel zero-fills its output and adds each peer's heads into it (replicated KV heads'
+        // gradients are summed): counted as a copy, its extra traffic is in its efficiency.
+        {"unpack_qkv", Phase::unpack_qkv, 0, "Q, K, V from " + std::to_string(L.ex.peers) + " peers",
+         2 * e * (T * H * dh + 2 * double(L.ex.peers) * T * double(L.hk) * dh)},
+        {"unpack_o", Phase::unpack_o, 0, "O's heads from " + std::to_string(L.ex.peers) + " peers, summed",
+         2 * e * T * H * dh}};
     std::vector<double> mine;
     for (int it = 0; it < o.warmup + o.iters; ++it) {
       ctl.barrier();
@@ -101,6 +108,14 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
       ops.scatter_heads_to_peers(L.k, L.send_k, L.ex, long(Hk));
       ops.scatter_heads_to_peers(L.v, L.send_v, L.ex, long(Hk));
       ops.end(Phase::pack_qkv);
+      ops.begin(Phase::unpack_qkv);
+      ops.gather_tokens_from_peers(L.recv_q, L.qa, L.ex, L.hq);
+      ops.gather_tokens_from_peers(L.recv_k, L.ka, L.ex, L.hk);
+      ops.gather_tokens_from_peers(L.recv_v, L.va, L.ex, L.hk);
+      ops.end(Phase::unpack_qkv);
+      ops.begin(Phase::unpack_o);
+      ops.gather_heads_from_peers(L.recv_q, L.o_local, L.ex, long(H));
+      ops.end(Phase::unpack_o);
       const PhaseTimes t = ops.finish_iteration();
       if (it >= o.warmup) mine.insert(mine.end(), t.begin(), t.end());
     }

@@ -51,6 +51,7 @@ Calibration load_calibration(const std::string& name_or_path) {
     k.attention_backward = e.number("attention_backward", 1e-9, 1.0, k.attention_backward);
     k.memory = e.number("memory", 1e-9, 1.0, k.memory);
     if (e.has("rotary")) k.rotary = e.number("rotary", 1e-9, 1.0, 0.0);
+    if (e.has("unpack_heads")) k.unpack_heads = e.number("unpack_heads", 1e-9, 1.0, 0.0);
     k.gemm_half_flops = e.number("gemm_half_flops", 0.0, 1e30, 0.0);
     k.attention_forward_half_flops = e.number("attention_forward_half_flops", 0.0, 1e30, 0.0);
     k.attention_backward_half_flops = e.number("attention_backward_half_flops", 0.0, 1e30, 0.0);

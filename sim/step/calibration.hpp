@@ -23,6 +23,9 @@ struct ComputeEfficiency {
   // Rotary embedding (and QK-norm), a fraction of HBM bandwidth on its bytes; unset: `memory`'s.
   // Memory-bound on GPUs; on CPUs its sines and cosines make it several times slower than a copy.
   std::optional<double> rotary;
+  // The validator's unpack of heads from peers (zero-fill, then sum: replicated KV heads'
+  // gradients), on a copy's bytes; only `basp check` predicts it. Unset: `memory`'s.
+  std::optional<double> unpack_heads;
   double gemm_half_flops = 0, attention_forward_half_flops = 0, attention_backward_half_flops = 0;
 
   double rotary_or_memory() const { return rotary.value_or(memory); }

@@ -67,6 +67,7 @@ void compute_values(std::ostringstream& o, const ComputeEfficiency& e, bool memo
   o << "  attention_backward: " << num(e.attention_backward) << "\n";
   if (memory) o << "  memory: " << num(e.memory) << "\n";
   if (e.rotary) o << "  rotary: " << num(*e.rotary) << "\n";
+  if (e.unpack_heads) o << "  unpack_heads: " << num(*e.unpack_heads) << "\n";
   if (e.gemm_half_flops > 0) o << "  gemm_half_flops: " << num(e.gemm_half_flops) << "\n";
   if (e.attention_forward_half_flops > 0)
     o << "  attention_forward_half_flops: " << num(e.attention_forward_half_flops) << "\n";

@@ -19,9 +19,11 @@ std::string compute_class_of(const std::string& op) {
   if (op == "attn_fwd") return "attention_forward";
   if (op == "attn_bwd") return "attention_backward";
   if (op == "rotary") return "rotary";
-  if (op == "pack_qkv") return "memory";
+  if (op == "pack_qkv" || op == "unpack_qkv") return "memory";
+  if (op == "unpack_o") return "unpack_heads";
   throw InputError("", 0, "--measurements",
-                   "unknown compute operation '" + op + "' (gemm_*, attn_fwd, attn_bwd, rotary, pack_qkv)");
+                   "unknown compute operation '" + op +
+                       "' (gemm_*, attn_fwd, attn_bwd, rotary, pack_qkv, unpack_qkv, unpack_o)");
 }
 
 namespace {
@@ -68,13 +70,14 @@ ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start,
   out.efficiency = start;
   std::vector<double> rel;
   // Rotary has a class of its own: on GPUs it runs at the memory-bound rate, but on CPUs its sines
-  // and cosines make it several times slower than the pack kernels (docs/calibration.md).
-  for (const std::string cls : {"gemm", "attention_forward", "attention_backward", "memory", "rotary"}) {
+  // and cosines make it several times slower than the pack kernels (docs/calibration.md). So does
+  // the unpack of heads, whose kernel zero-fills its output and sums into it.
+  for (const std::string cls : {"gemm", "attention_forward", "attention_backward", "memory", "rotary", "unpack_heads"}) {
     std::vector<const ComputeSample*> mine;
     for (const ComputeSample& s : samples)
       if (compute_class_of(s.op) == cls) mine.push_back(&s);
     if (mine.empty()) continue;
-    const bool memory = cls == "memory" || cls == "rotary";
+    const bool memory = cls == "memory" || cls == "rotary" || cls == "unpack_heads";
     const ClassFit f = fit_line(mine, memory ? &ComputeSample::bytes : &ComputeSample::flops, !memory);
     // Memory-bound kernels are measured against the GPU kind's memory bandwidth.
     const double peak = memory ? gpu.hbm_Bps : gpu.peak_bf16_flops;
@@ -91,6 +94,8 @@ ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start,
     out.parameters.push_back({"compute." + cls, e, sigma_e, true});
     if (cls == "rotary") {
       out.efficiency.rotary = e;
+    } else if (cls == "unpack_heads") {
+      out.efficiency.unpack_heads = e;
     } else if (memory) {
       out.efficiency.memory = e;
       out.memory_fitted = true;

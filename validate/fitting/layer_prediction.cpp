@@ -62,6 +62,10 @@ std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKin
     const auto gemm = [&](double flops) { return cm.op(OpClass::gemm, flops, 0).time_s; };
     const auto memory = [&](double elements) { return cm.op(OpClass::memory, 0, 2 * x.e * elements).time_s; };
     const auto rotary = [&](double elements) { return cm.op(OpClass::rotary, 0, 2 * x.e * elements).time_s; };
+    // The heads' unpack (zero-fill and sum) at its own efficiency where the compute runs measured it.
+    const auto unpack_heads = [&](double elements) {
+      return 2 * x.e * elements / (gpu.hbm_Bps * cm.efficiency.unpack_heads.value_or(cm.efficiency.memory));
+    };
     const double q_bytes = x.e * x.T * x.H * x.dh, kv_bytes = x.e * x.P * x.T * x.hk * x.dh;
     std::map<std::string, double> predicted = {
         {"qkv_proj", gemm(gemm_qkv)},
@@ -70,14 +74,14 @@ std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKin
         {"unpack_qkv", memory(qkv_elems)},
         {"attn_fwd", cm.attention(x.nseq * x.hq, x.S, x.S, causal, false).time_s},
         {"pack_o", memory(o_elems)},
-        {"unpack_o", memory(o_elems)},
+        {"unpack_o", unpack_heads(o_elems)},
         {"out_proj", gemm(gemm_out)},
         {"out_proj_bwd", gemm(2 * gemm_out)},
         {"pack_do", memory(o_elems)},
         {"unpack_do", memory(o_elems)},
         {"attn_bwd", cm.attention(x.nseq * x.hq, x.S, x.S, causal, true).time_s},
         {"pack_dqkv", memory(qkv_elems)},
-        {"unpack_dqkv", memory(qkv_elems)},
+        {"unpack_dqkv", unpack_heads(qkv_elems)},
         {"rotary_bwd", rotary(x.T * (x.H + x.Hk) * x.dh)},
         {"qkv_proj_bwd", gemm(2 * gemm_qkv)}};
     const double a2a_q = alltoall_s(topo, run, s.group_size, q_bytes);

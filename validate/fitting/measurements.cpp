@@ -259,7 +259,7 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
                       number(r, "median_s", path, where), id};
       // Files written before memory-bound operations were timed have no bytes.
       if (r.contains("bytes")) s.bytes = number(r, "bytes", path, where);
-      const bool memory_bound = s.op == "rotary" || s.op == "pack_qkv";
+      const bool memory_bound = s.op == "rotary" || s.op == "pack_qkv" || s.op == "unpack_qkv" || s.op == "unpack_o";
       if (s.time_s <= 0 || (memory_bound ? s.bytes <= 0 : s.flops <= 0))
         throw InputError(
             path, 0, where,

@@ -31,7 +31,7 @@ struct CommSample {
 };
 
 struct ComputeSample {
-  std::string op;  // gemm_qkv, gemm_out, gemm_bwd, attn_fwd, attn_bwd; memory-bound: rotary, pack_qkv
+  std::string op;  // gemm_qkv, gemm_out, gemm_bwd, attn_fwd, attn_bwd; memory-bound: rotary, pack_qkv, unpack_qkv, unpack_o
   double flops = 0;
   double time_s = 0;  // median
   std::size_t source = 0;
