@@ -75,5 +75,6 @@ if what == "sens":
                          ("ZeRO-3 bucket 1e9", ["--zero-bucket", "1e9"]), ("persistence threshold 0 (norms gathered)", ["--zero-persistence", "0"]),
                          ("no prefetching (max live 0)", ["--zero-max-live", "0"]), ("max live 5e8", ["--zero-max-live", "5e8"]),
                          ("prefetch bucket 1e7", ["--zero-prefetch", "1e7"]), ("reuse distance 0 (released after each use)", ["--zero-reuse-distance", "0"]),
-                         ("compute jitter ±5 % (seed 1)", ["--compute-jitter", "0.05"]), ("one slow GPU ×1.2 (seed 1)", ["--slow-gpus", "0.01:1.2"])]:
+                         ("compute jitter ±5 % (seed 1)", ["--compute-jitter", "0.05"]), ("one slow GPU ×1.2 (seed 1)", ["--slow-gpus", "0.01:1.2"]),
+                         ("one slow link at half its capacity (seed 1)", ["--slow-links", "0.01:2"])]:
         sens_row(label, H + flags)
