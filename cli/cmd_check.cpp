@@ -144,6 +144,7 @@ int run_check(const CheckArgs& a) {
                           {"measured_max_s", p.measured_max_s},
                           {"predicted_s", p.predicted_s},
                           {"relative_error", p.relative_error()}});
+        if (p.measured_isolated_s > 0) phases.back()["measured_isolated_s"] = p.measured_isolated_s;
       }
       const double e_a2a = (s.predicted_a2a_s - s.measured_a2a_s) / s.measured_a2a_s;
       const double e_total = (s.predicted_total_s - s.measured_total_s) / s.measured_total_s;

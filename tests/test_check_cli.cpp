@@ -2,6 +2,7 @@
 // `basp collective` for the same size and groups, GEMMs with the cost model's arithmetic; step
 // figures agree with `basp simulate`.
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -70,6 +71,27 @@ TEST_CASE("check cli: the heads' unpacks at their own efficiency") {
     const bool heads = name == "unpack_o" || name == "unpack_dqkv";
     CHECK(slow.at(name) == Approx(heads ? 8 * t : t).epsilon(1e-12));
   }
+}
+
+// An exchange timed alone (the validator's isolated_median_s) comes through as
+// measured_isolated_s beside its time in the step; phases without it have no such key.
+TEST_CASE("check cli: an exchange's isolated time is carried beside its time in the step") {
+  std::ifstream in(basp::test::data("layer-cpu-2ranks.json"));
+  nlohmann::json file = nlohmann::json::parse(in);
+  auto& q = file.at("results")[0].at("phases")[3];
+  REQUIRE(q.at("name") == "a2a_q");
+  q["isolated_median_s"] = 1.25e-3;
+  basp::test::TempFile f(file.dump(), ".json");
+  const auto r = basp_cli("check --topology localhost-cpu --calibration none -m " + f.path + " --json", false);
+  REQUIRE(r.code == 0);
+  const auto phases = nlohmann::json::parse(r.out).at("runs")[0].at("strategies")[0].at("phases");
+  CHECK(phases[3].at("measured_isolated_s").get<double>() == 1.25e-3);
+  CHECK_FALSE(phases[4].contains("measured_isolated_s"));
+  q["isolated_median_s"] = -1;
+  basp::test::TempFile bad(file.dump(), ".json");
+  const auto refused = basp_cli("check --topology localhost-cpu --calibration none -m " + bad.path);
+  CHECK(refused.code == 2);
+  CHECK_THAT(refused.out, Catch::Contains("isolated_median_s"));
 }
 
 TEST_CASE("check cli: CSV has one row per phase and strategy") {

@@ -199,6 +199,11 @@ TEST_CASE("validate: a late rank's delay is reported as the others' wait, not as
       if (global) CHECK(ph.at("wait_median_s").get<double>() > 0.75 * delay_s);
       CHECK(ph.at("wait_max_s").get<double>() > 0.75 * delay_s);
       CHECK(ph.at("median_s").get<double>() < 0.5 * delay_s);  // the transfer of a few KiB
+      // Timed alone after the step, the same exchange is a transfer too: the lag is in its wait.
+      CHECK(ph.at("isolated_min_s").get<double>() > 0.0);
+      CHECK(ph.at("isolated_min_s").get<double>() <= ph.at("isolated_median_s").get<double>());
+      CHECK(ph.at("isolated_median_s").get<double>() <= ph.at("isolated_max_s").get<double>());
+      CHECK(ph.at("isolated_median_s").get<double>() < 0.5 * delay_s);
     }
     if (global) CHECK(run.at("peer_wait_median_s").get<double>() > 8 * 0.75 * delay_s);
     CHECK(run.at("layer_median_s").get<double>() > run.at("peer_wait_median_s").get<double>());

@@ -159,6 +159,19 @@ struct AttentionLayer {
     ops.end(Phase::qkv_proj_bwd);
   }
 
+  // The step's eight exchanges one after another with nothing between them: each one's time
+  // alone, to set beside its time in the step (contention with nothing but itself).
+  void exchanges_alone() {
+    exchange(Phase::a2a_q, send_q, recv_q, elements_per_peer_q());
+    exchange(Phase::a2a_k, send_k, recv_k, elements_per_peer_kv());
+    exchange(Phase::a2a_v, send_v, recv_v, elements_per_peer_kv());
+    exchange(Phase::a2a_o, send_q, recv_q, elements_per_peer_q());
+    exchange(Phase::a2a_do, send_q, recv_q, elements_per_peer_q());
+    exchange(Phase::a2a_dq, send_q, recv_q, elements_per_peer_q());
+    exchange(Phase::a2a_dk, send_k, recv_k, elements_per_peer_kv());
+    exchange(Phase::a2a_dv, send_v, recv_v, elements_per_peer_kv());
+  }
+
  private:
   // The group is aligned first (timed apart as the exchange's wait for its last member), so that the
   // phase's own time is its transfer, as nccl-tests times a collective.

@@ -35,6 +35,12 @@ std::vector<double> wait_samples(const StrategyMeasurement& m, int phase) {
   return v;
 }
 
+std::vector<double> isolated_samples(const StrategyMeasurement& m, int phase) {
+  std::vector<double> v;
+  for (const auto& s : m.isolated) v.push_back(s[phase]);
+  return v;
+}
+
 // Per sample: the exchanges' transfers (only_a2a), the exchanges' waits for their groups
 // (only_waits), or the whole layer as it ran (every phase and every wait).
 std::vector<double> total_samples(const StrategyMeasurement& m, bool only_a2a, bool only_waits = false) {
@@ -53,16 +59,17 @@ std::vector<double> total_samples(const StrategyMeasurement& m, bool only_a2a, b
 }
 
 void row(std::ostream& out, const StrategyMeasurement& m, const std::string& name, const Stats& st,
-         double bytes, const Stats* wait = nullptr) {
-  char b[256];
+         double bytes, const Stats* wait = nullptr, const Stats* alone = nullptr) {
+  char b[300];
   const bool a2a = bytes > 0;
   const double algbw = a2a ? bytes / st.median / 1e9 : 0;
   const double busbw = algbw * double(m.group_size - 1) / double(m.group_size);
-  std::snprintf(b, sizeof b, "%10s %6d %14s %12s %11.1f %11.1f %11.1f %8s %8s %11s\n",
+  std::snprintf(b, sizeof b, "%10s %6d %14s %12s %11.1f %11.1f %11.1f %8s %8s %11s %11s\n",
                 strategy_name(m.strategy).c_str(), m.group_size, name.c_str(),
                 a2a ? fmt("%.0f", bytes).c_str() : "-", st.min * 1e6, st.median * 1e6, st.max * 1e6,
                 a2a ? fmt("%.2f", algbw).c_str() : "-", a2a ? fmt("%.2f", busbw).c_str() : "-",
-                wait ? fmt("%.1f", wait->median * 1e6).c_str() : "-");
+                wait ? fmt("%.1f", wait->median * 1e6).c_str() : "-",
+                alone ? fmt("%.1f", alone->median * 1e6).c_str() : "-");
   out << b;
 }
 }  // namespace
@@ -79,19 +86,21 @@ void print_layer_table(std::ostream& out, const LayerReport& r) {
       << ", watchdog " << (r.timeout_s > 0 ? fmt("%g s", r.timeout_s) : std::string("off")) << "\n";
   out << "#  statistics over iterations x ranks; bytes = one rank's send buffer; busbw = algbw (P-1)/P\n";
   out << "#  an exchange's time is its transfer, once its group is aligned by a barrier; wait = median time in\n"
-         "#  that barrier, waiting for the group's last member (CUDA: not told apart, 0); layer_total has both\n#\n";
-  char b[256];
-  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s %11s\n", "strategy", "group", "phase",
-                "bytes", "min", "median", "max", "algbw", "busbw", "wait");
+         "#  that barrier, waiting for the group's last member (CUDA: not told apart, 0); layer_total has both;\n"
+         "#  alone = median of the same exchange timed isolated, after the step, with nothing else running\n#\n";
+  char b[300];
+  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s %11s %11s\n", "strategy", "group", "phase",
+                "bytes", "min", "median", "max", "algbw", "busbw", "wait", "alone");
   out << b;
-  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s %11s\n", "", "(P)", "", "(B)", "(us)",
-                "(us)", "(us)", "(GB/s)", "(GB/s)", "(us)");
+  std::snprintf(b, sizeof b, "#%9s %6s %14s %12s %11s %11s %11s %8s %8s %11s %11s\n", "", "(P)", "", "(B)", "(us)",
+                "(us)", "(us)", "(GB/s)", "(GB/s)", "(us)", "(us)");
   out << b;
   for (const auto& m : r.runs) {
     for (int p = 0; p < kPhases; ++p) {
-      const Stats wait = stats_of(wait_samples(m, p));
-      row(out, m, std::string(kPhaseNames[p]), stats_of(phase_samples(m, p)), m.send_bytes[p],
-          is_all_to_all(Phase(p)) ? &wait : nullptr);
+      const Stats wait = stats_of(wait_samples(m, p)), alone = stats_of(isolated_samples(m, p));
+      const bool a2a = is_all_to_all(Phase(p));
+      row(out, m, std::string(kPhaseNames[p]), stats_of(phase_samples(m, p)), m.send_bytes[p], a2a ? &wait : nullptr,
+          a2a && !m.isolated.empty() ? &alone : nullptr);
     }
     row(out, m, "a2a_total", stats_of(total_samples(m, true)), 0);
     row(out, m, "peer_wait", stats_of(total_samples(m, false, true)), 0);
@@ -166,6 +175,12 @@ nlohmann::json layer_json(const LayerReport& r) {
         phase["wait_min_s"] = w.min;
         phase["wait_median_s"] = w.median;
         phase["wait_max_s"] = w.max;
+        if (!m.isolated.empty()) {  // the same exchange timed alone, after the step
+          const Stats a = stats_of(isolated_samples(m, p));
+          phase["isolated_min_s"] = a.min;
+          phase["isolated_median_s"] = a.median;
+          phase["isolated_max_s"] = a.max;
+        }
       }
       phases.push_back(phase);
     }

@@ -28,6 +28,7 @@ struct StrategyMeasurement {
   int iters = 0;
   std::vector<PhaseTimes> samples;           // rank 0 only: [rank][iteration], rank-major
   std::vector<PhaseTimes> waits;             // the same: each exchange's wait for its group (0: not measured)
+  std::vector<PhaseTimes> isolated;          // the same: each exchange alone, outside the step (others 0)
   std::array<double, kPhases> send_bytes{};  // per rank, for the all-to-all phases
   LayerResult gathered;                      // rank 0 only, when checking: global y, dx, weight gradients
 };
@@ -79,6 +80,17 @@ StrategyMeasurement run_layer(Ops& ops, Control& ctl, LayerStrategy strategy, co
   };
   m.samples = rows_of(ctl.gather_vector(mine));
   m.waits = rows_of(ctl.gather_vector(mine_waits));
+  // Then each exchange isolated, as nccl-tests would time it: the same buffers and sizes, its group
+  // aligned first, nothing else running, the same warm-up and repeats. Outputs are already made.
+  std::vector<double> mine_alone;
+  for (int it = 0; it < o.warmup + o.iters; ++it) {
+    ctl.barrier();
+    ops.start_iteration();
+    layer.exchanges_alone();
+    const PhaseTimes t = ops.finish_iteration();
+    if (it >= o.warmup) mine_alone.insert(mine_alone.end(), t.begin(), t.end());
+  }
+  m.isolated = rows_of(ctl.gather_vector(mine_alone));
   if (!o.check) return m;
 
   // Outputs: each rank's token rows go back to their global place; weight gradients are summed.

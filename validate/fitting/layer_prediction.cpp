@@ -93,7 +93,7 @@ std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKin
       const auto it = predicted.find(ph.name);
       if (it == predicted.end())
         throw InputError("", 0, "--measurements", "phase '" + ph.name + "' is not one this basp can predict");
-      c.phases.push_back({ph.name, ph.median_s, it->second, ph.min_s, ph.max_s});
+      c.phases.push_back({ph.name, ph.median_s, it->second, ph.min_s, ph.max_s, ph.isolated_median_s});
       c.measured_total_s += ph.median_s;
       c.predicted_total_s += it->second;
       if (ph.name.rfind("a2a_", 0) == 0) c.measured_a2a_s += ph.median_s, c.predicted_a2a_s += it->second;

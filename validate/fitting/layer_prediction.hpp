@@ -16,6 +16,7 @@ struct PhaseComparison {
   std::string name;
   double measured_s = 0, predicted_s = 0;  // measured: the median
   double measured_min_s = 0, measured_max_s = 0;
+  double measured_isolated_s = 0;  // all-to-alls timed alone (0: not measured)
   double relative_error() const { return (predicted_s - measured_s) / measured_s; }
 };
 

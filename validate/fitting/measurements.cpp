@@ -220,6 +220,10 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
         ph.max_s = phases[k].contains("max_s") ? number(phases[k], "max_s", path, pw) : ph.median_s;
         if (!(ph.min_s > 0 && ph.min_s <= ph.median_s && ph.median_s <= ph.max_s))
           throw InputError(path, 0, pw, "needs 0 < min_s <= median_s <= max_s");
+        if (phases[k].contains("isolated_median_s")) {
+          ph.isolated_median_s = number(phases[k], "isolated_median_s", path, pw);
+          if (!(ph.isolated_median_s > 0)) throw InputError(path, 0, pw + ".isolated_median_s", "must be positive");
+        }
         s.phases.push_back(ph);
       }
       run.strategies.push_back(s);

@@ -44,6 +44,7 @@ struct LayerPhase {
   double median_s = 0;
   double send_bytes = 0;  // all-to-alls: one rank's send buffer
   double min_s = 0, max_s = 0;  // over ranks and repeats (files without them: the median)
+  double isolated_median_s = 0;  // all-to-alls: the same exchange timed alone (0: not in the file)
 };
 struct LayerStrategyRun {
   std::string strategy;  // ulysses | basp
