@@ -61,7 +61,8 @@ TEST_CASE("check cli: the heads' unpacks at their own efficiency") {
                             false);
     REQUIRE(r.code == 0);
     std::map<std::string, double> out;
-    for (const auto& p : nlohmann::json::parse(r.out).at("runs")[0].at("strategies")[0].at("phases"))
+    const auto j = nlohmann::json::parse(r.out);  // kept: the loop runs over a part of it
+    for (const auto& p : j.at("runs")[0].at("strategies")[0].at("phases"))
       out[p.at("name").get<std::string>()] = p.at("predicted_s").get<double>();
     return out;
   };
