@@ -47,6 +47,9 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
                  dh = double(L.dh), e = ops.element_bytes();
     const kernels::AttentionShape a = L.attention_shape();
     const double fwd = attention_forward_flops(a);
+    // Q, K, V per peer (K and V replicated when the group has more ranks than KV heads), read and
+    // written once: what the packs and the token unpacks move.
+    const double qkv_bytes = 2 * e * (T * H * dh + 2 * double(L.ex.peers) * T * double(L.hk) * dh);
     const std::vector<Op> ops_list = {
         {"gemm_qkv", Phase::qkv_proj, 2 * T * D * (H + 2 * Hk) * dh,
          std::to_string(L.T) + "x" + std::to_string(L.D) + " . " + std::to_string(L.D) + "x(" +
@@ -62,13 +65,11 @@ int compute_command(const ValidateOptions& o, Control& ctl, Hardware hw, const s
         // Read and written once each, as the cost model counts them: Q and K rotated in place;
         // Q, K, V packed per peer (K and V replicated when the group has more ranks than KV heads).
         {"rotary", Phase::rotary, 0, "Q and K in place", 2 * e * T * (H + Hk) * dh},
-        {"pack_qkv", Phase::pack_qkv, 0, "Q, K, V to " + std::to_string(L.ex.peers) + " peers",
-         2 * e * (T * H * dh + 2 * double(L.ex.peers) * T * double(L.hk) * dh)},
+        {"pack_qkv", Phase::pack_qkv, 0, "Q, K, V to " + std::to_string(L.ex.peers) + " peers", qkv_bytes},
         // The unpacks: tokens from peers (a copy, as the packs), and heads from peers, whose
         // kernel zero-fills its output and adds each peer's heads into it (replicated KV heads'
         // gradients are summed): counted as a copy, its extra traffic is in its efficiency.
-        {"unpack_qkv", Phase::unpack_qkv, 0, "Q, K, V from " + std::to_string(L.ex.peers) + " peers",
-         2 * e * (T * H * dh + 2 * double(L.ex.peers) * T * double(L.hk) * dh)},
+        {"unpack_qkv", Phase::unpack_qkv, 0, "Q, K, V from " + std::to_string(L.ex.peers) + " peers", qkv_bytes},
         {"unpack_o", Phase::unpack_o, 0, "O's heads from " + std::to_string(L.ex.peers) + " peers, summed",
          2 * e * T * H * dh}};
     std::vector<double> mine;

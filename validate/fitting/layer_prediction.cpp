@@ -62,9 +62,12 @@ std::vector<StrategyComparison> predict_layer(const Topology& topo, const GpuKin
     const auto gemm = [&](double flops) { return cm.op(OpClass::gemm, flops, 0).time_s; };
     const auto memory = [&](double elements) { return cm.op(OpClass::memory, 0, 2 * x.e * elements).time_s; };
     const auto rotary = [&](double elements) { return cm.op(OpClass::rotary, 0, 2 * x.e * elements).time_s; };
-    // The heads' unpack (zero-fill and sum) at its own efficiency where the compute runs measured it.
+    // The heads' unpack (zero-fill and sum): memory-bound at its own efficiency where the compute
+    // runs measured it.
+    CostModel heads_cm = cm;
+    heads_cm.efficiency.memory = cm.efficiency.unpack_heads.value_or(cm.efficiency.memory);
     const auto unpack_heads = [&](double elements) {
-      return 2 * x.e * elements / (gpu.hbm_Bps * cm.efficiency.unpack_heads.value_or(cm.efficiency.memory));
+      return heads_cm.op(OpClass::memory, 0, 2 * x.e * elements).time_s;
     };
     const double q_bytes = x.e * x.T * x.H * x.dh, kv_bytes = x.e * x.P * x.T * x.hk * x.dh;
     std::map<std::string, double> predicted = {
