@@ -46,7 +46,7 @@ void MaxMinSolver::reserve(std::size_t flows, std::size_t hops) {
 }
 
 std::size_t MaxMinSolver::memory_bytes() const {
-  return capacity_bytes(links_, flows_on_, touched_, heap_, frozen_, saturated_, refill_);
+  return capacity_bytes(links_, flows_on_, touched_, scan_, heap_, frozen_, saturated_, refill_);
 }
 
 void MaxMinSolver::remove(std::span<const Hop> hops, const FlowPath& f, double rate) {
@@ -79,6 +79,30 @@ void MaxMinSolver::solve_from(double level, std::span<const double> capacity, st
   fill(capacity, hops, flows, rates);
 }
 
+// Every unfrozen flow crossing a link of saturated_ freezes at `level`; returns the flows left.
+std::size_t MaxMinSolver::freeze_saturated(double level, std::span<const Hop> hops, std::span<const FlowPath> flows,
+                                           std::span<double> rates, std::size_t left) {
+  if (saturated_.empty()) throw std::logic_error("max-min: unfrozen flows but no link left to saturate");
+  for (std::uint32_t l : saturated_) {
+    for (std::uint32_t k = links_[l].begin; k < links_[l].end; ++k) {
+      const std::uint32_t i = flows_on_[k];
+      if (frozen_[i]) continue;
+      frozen_[i] = 1;
+      --left;
+      rates[i] = level;
+      const FlowPath& f = flows[i];
+      for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h) {
+        const auto m = static_cast<std::uint32_t>(hops[h].link);
+        const double use = double(f.multiplicity) * hops[h].share;
+        links_[m].remaining -= level * use;
+        links_[m].weight -= use;
+        --links_[m].unfrozen;
+      }
+    }
+  }
+  return left;
+}
+
 // Progressive filling of the flows in refill_ over the links in touched_: `remaining` already
 // excludes every other flow, `unfrozen` and `weight` count the refilled flows. Leaves each touched
 // link's `load` up to date.
@@ -97,12 +121,39 @@ void MaxMinSolver::fill(std::span<const double> capacity, std::span<const Hop> h
   if (frozen_.size() < flows.size()) frozen_.resize(flows.size());
   for (std::uint32_t i : refill_) frozen_[i] = 0;
   std::size_t left = refill_.size();
-  // Saturation levels only rise as flows freeze (a link's level λ' = (r − λu)/(w − u) ≥ r/w when
-  // λ ≤ r/w), so a heap of stored levels holds lower bounds: an entry whose level has risen is
-  // pushed again when it surfaces, and the top, once current, is the true minimum.
-  heap_.clear();
-  for (std::uint32_t l : touched_) heap_.push_back({key(l), l});
-  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  // Most solves freeze every flow in a round or two (a collective's flows share their levels), so
+  // the first rounds find the lowest level by scanning the links still unfrozen, dropping those
+  // whose flows have all frozen. A solve that goes on past `scan_rounds` moves to a heap, which
+  // keeps the worst case at O(links · log links) where many distinct levels saturate one by one.
+  // Both find the same links at the same level each round (the lowest level, and every link
+  // within `tie` of it).
+  constexpr int scan_rounds = 4;
+  scan_.assign(touched_.begin(), touched_.end());
+  for (int round = 0; left > 0 && round < scan_rounds; ++round) {
+    double level = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < scan_.size();) {
+      if (links_[scan_[k]].unfrozen == 0) {
+        scan_[k] = scan_.back();
+        scan_.pop_back();
+        continue;
+      }
+      level = std::min(level, key(scan_[k]));
+      ++k;
+    }
+    saturated_.clear();
+    for (std::uint32_t l : scan_)
+      if (key(l) <= level * (1.0 + tie)) saturated_.push_back(l);
+    left = freeze_saturated(level, hops, flows, rates, left);
+  }
+  if (left > 0) {
+    // Saturation levels only rise as flows freeze (a link's level λ' = (r − λu)/(w − u) ≥ r/w
+    // when λ ≤ r/w), so a heap of stored levels holds lower bounds: an entry whose level has
+    // risen is pushed again when it surfaces, and the top, once current, is the true minimum.
+    heap_.clear();
+    for (std::uint32_t l : scan_)
+      if (links_[l].unfrozen > 0) heap_.push_back({key(l), l});
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
   while (left > 0) {
     double level = std::numeric_limits<double>::infinity();
     saturated_.clear();
@@ -121,24 +172,7 @@ void MaxMinSolver::fill(std::span<const double> capacity, std::span<const Hop> h
       if (saturated_.empty()) level = current;
       saturated_.push_back(l);
     }
-    if (saturated_.empty()) throw std::logic_error("max-min: unfrozen flows but no link left to saturate");
-    for (std::uint32_t l : saturated_) {
-      for (std::uint32_t k = links_[l].begin; k < links_[l].end; ++k) {
-        const std::uint32_t i = flows_on_[k];
-        if (frozen_[i]) continue;
-        frozen_[i] = 1;
-        --left;
-        rates[i] = level;
-        const FlowPath& f = flows[i];
-        for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h) {
-          const auto m = static_cast<std::uint32_t>(hops[h].link);
-          const double use = double(f.multiplicity) * hops[h].share;
-          links_[m].remaining -= level * use;
-          links_[m].weight -= use;
-          --links_[m].unfrozen;
-        }
-      }
-    }
+    left = freeze_saturated(level, hops, flows, rates, left);
   }
   // Every touched link's load is now its capacity less what the fill left over.
   for (std::uint32_t l : touched_) links_[l].load = capacity[l] - links_[l].remaining;

@@ -15,7 +15,8 @@
 // the binding ones. After removals alone the solver therefore keeps those rates and re-fills only
 // the flows at or above r (solve_from), which makes the many small completion events cheap.
 //
-// Cost per solve: O(crossings of the refilled flows · log links); no allocation once reserved.
+// Cost per solve: O(crossings of the refilled flows + touched links · rounds), rounds past the first
+// few O(log links) each; no allocation once reserved.
 #pragma once
 
 #include "big_vector.hpp"
@@ -62,6 +63,8 @@ class MaxMinSolver {
   double key(std::uint32_t l) const;  // the level at which link l saturates
   void fill(std::span<const double> capacity, std::span<const Hop> hops, std::span<const FlowPath> flows,
             std::span<double> rates);
+  std::size_t freeze_saturated(double level, std::span<const Hop> hops, std::span<const FlowPath> flows,
+                               std::span<double> rates, std::size_t left);
 
   // Per-link state in one struct: the freezing loop touches all of it for each hop it visits.
   struct LinkState {
@@ -74,6 +77,7 @@ class MaxMinSolver {
   std::vector<LinkState> links_;
   BigVector<std::uint32_t> flows_on_;
   std::vector<std::uint32_t> touched_;    // links with at least one flow
+  std::vector<std::uint32_t> scan_;      // touched links that may still saturate (the first rounds)
   std::vector<std::pair<double, std::uint32_t>> heap_;  // (saturation level, link), lower bounds
   BigVector<char> frozen_;
   std::vector<std::uint32_t> saturated_;

@@ -96,3 +96,23 @@ TEST_CASE("no link is over capacity and every flow is bottlenecked somewhere") {
     CHECK(bottlenecked);
   }
 }
+
+TEST_CASE("many distinct levels: each link saturates in a round of its own") {
+  // System: links i = 0..11 of capacity i + 1; flow i crosses link i alone, flow X crosses all.
+  // Expectations: link 0 saturates first, at 1/2 (flow 0 and X); then every other link in turn
+  // with its one flow left: flow i gets i + 1 − 1/2. Twelve rounds: past the solver's first few,
+  // which scan the links, the rest come from its heap; both must agree with the hand solution.
+  std::vector<double> cap;
+  std::vector<std::vector<Hop>> paths;
+  std::vector<Hop> all;
+  for (int i = 0; i < 12; ++i) {
+    cap.push_back(i + 1.0);
+    paths.push_back({{i, 1.0f}});
+    all.push_back({i, 1.0f});
+  }
+  paths.push_back(all);
+  const auto r = solve(cap, paths);
+  CHECK(r[0] == Approx(0.5).epsilon(1e-12));
+  CHECK(r[12] == Approx(0.5).epsilon(1e-12));
+  for (int i = 1; i < 12; ++i) CHECK(r[i] == Approx(i + 0.5).epsilon(1e-12));
+}
