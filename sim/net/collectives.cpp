@@ -19,73 +19,109 @@ constexpr CollectiveInfo infos[] = {
     {"alltoall", ring_factor},      {"allgather", ring_factor}, {"reducescatter", ring_factor},
     {"allreduce", allreduce_factor}, {"sendrecv", one}};
 
+// NCCL's send/recv rendezvous: a flow starts once both sides have entered the call, and each
+// side's call returns once the flow is done.
+void add_rendezvous(Engine& engine, const GroupCalls& out, TaskId flow, int from_class, int to_class) {
+  engine.depends(flow, out.call[from_class]);
+  engine.depends(flow, out.call[to_class]);
+  engine.depends(out.done[from_class], flow);
+  engine.depends(out.done[to_class], flow);
+}
 
-// A flow from rank a to rank b (a a representative) between both ranks' calls and returns.
-struct FlowAdder {
-  Engine& engine;
-  Router& router;
+// A call's flows from rank a to rank b (a a representative), in build order, go to one of two
+// sinks: a shape kept for the set's next calls of the op, or (its first call) the engine itself.
+struct ShapeBuilder {
   const RankFold& fold;
-  GroupCalls& out;
+  CallShape& shape;
   std::vector<Hop> scratch;
 
-  void add(int a, int b, double bytes, double wait_s, std::uint32_t count, const RouteView& r) {
-    const TaskId f = engine.add_flow(fold.fold_hops(r.hops, scratch), bytes, wait_s, count);
-    const int ca = fold.rank_class(a), cb = fold.rank_class(b);
-    engine.depends(f, out.call[ca]);  // NCCL's send/recv rendezvous: both sides must have entered
-    engine.depends(f, out.call[cb]);
-    engine.depends(out.done[ca], f);
-    engine.depends(out.done[cb], f);
+  void add(int a, int b, double factor, double divisor, double wait_s, std::uint32_t count, const RouteView& r) {
+    const std::span<const Hop> hops = fold.fold_hops(r.hops, scratch);
+    shape.flows.push_back({fold.rank_class(a), fold.rank_class(b), static_cast<std::uint32_t>(shape.hops.size()),
+                           static_cast<std::uint32_t>(hops.size()), factor, divisor, wait_s, count});
+    shape.hops.insert(shape.hops.end(), hops.begin(), hops.end());
   }
 };
 
-void add_alltoall(FlowAdder& add, GroupSet& set, double size) {
-  const auto& groups = set.groups();
-  std::size_t pairs = 0;
-  for (std::size_t g = 0; g < groups.size(); ++g) pairs += set.representatives(g).size() * (groups[g].size() - 1);
-  if (pairs > 0) {
-    const auto& first = groups.front();
-    const std::size_t far_hops = add.router.route(first.front(), first.back()).hops.size();
-    add.engine.reserve(pairs, pairs, pairs * (far_hops + 2), 4 * pairs);
+struct FlowAdder {
+  Engine& engine;
+  const RankFold& fold;
+  GroupCalls& out;
+  double size;
+  std::vector<Hop> scratch;
+
+  void add(int a, int b, double factor, double divisor, double wait_s, std::uint32_t count, const RouteView& r) {
+    const TaskId f = engine.add_flow(fold.fold_hops(r.hops, scratch), size * factor / divisor, wait_s, count);
+    add_rendezvous(engine, out, f, fold.rank_class(a), fold.rank_class(b));
   }
+};
+
+template <class Sink>
+void alltoall_flows(Sink& add, Router& router, GroupSet& set) {
+  const auto& groups = set.groups();
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const auto& group = groups[g];
     const auto& reps = set.representatives(g);
     const int n = static_cast<int>(group.size());
-    const double chunk = size / n;
     // Destination-major, so the router reuses each destination's distance field.
     for (int j = 0; j < n; ++j)
       for (int i : reps)
         if (i != j) {
-          const RouteView r = add.router.route(group[i], group[j]);
-          add.add(group[i], group[j], chunk, r.latency_s, 1, r);
+          const RouteView r = router.route(group[i], group[j]);
+          add.add(group[i], group[j], 1.0, n, r.latency_s, 1, r);
         }
   }
 }
 
-void add_ring(FlowAdder& add, const Topology& topo, CollectiveOp op, GroupSet& set, double size) {
+template <class Sink>
+void ring_flows(Sink& add, Router& router, const Topology& topo, CollectiveOp op, GroupSet& set) {
   const auto& groups = set.groups();
-  const GroupSet::RingPlan& plan = set.rings(topo, add.router);
+  const GroupSet::RingPlan& plan = set.rings(topo, router);
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const int n = static_cast<int>(groups[g].size());
     if (n < 2) continue;
     const double steps = op == CollectiveOp::allreduce ? 2.0 * (n - 1) : double(n - 1);
-    const double bytes = collective_info(op).busbw_factor(n) * size / plan.channels[g];
+    const double factor = collective_info(op).busbw_factor(n);
     for (const RingEdge& e : plan.edges[g])
-      add.add(e.from, e.to, bytes, steps * plan.step_latency_s[g], e.channels, add.router.route(e.from, e.to));
+      add.add(e.from, e.to, factor, plan.channels[g], steps * plan.step_latency_s[g], e.channels,
+              router.route(e.from, e.to));
   }
 }
 
-void add_sendrecv(FlowAdder& add, GroupSet& set, double size) {
+template <class Sink>
+void sendrecv_flows(Sink& add, Router& router, GroupSet& set) {
   const auto& groups = set.groups();
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const auto& group = groups[g];
     const int n = static_cast<int>(group.size());
     if (n < 2) continue;
     for (int i : set.representatives(g)) {
-      const RouteView r = add.router.route(group[i], group[(i + 1) % n]);
-      add.add(group[i], group[(i + 1) % n], size, r.latency_s, 1, r);
+      const RouteView r = router.route(group[i], group[(i + 1) % n]);
+      add.add(group[i], group[(i + 1) % n], 1.0, 1.0, r.latency_s, 1, r);
     }
   }
+}
+
+template <class Sink>
+void call_flows(Sink& add, Router& router, const Topology& topo, CollectiveOp op, GroupSet& set) {
+  switch (op) {
+    case CollectiveOp::alltoall: alltoall_flows(add, router, set); break;
+    case CollectiveOp::allgather:
+    case CollectiveOp::reducescatter:
+    case CollectiveOp::allreduce: ring_flows(add, router, topo, op, set); break;
+    case CollectiveOp::sendrecv: sendrecv_flows(add, router, set); break;
+  }
+}
+
+// Room for an all-to-all's flows before they are built (engine.reserve).
+void reserve_alltoall(Engine& engine, Router& router, const GroupSet& set) {
+  const auto& groups = set.groups();
+  std::size_t pairs = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) pairs += set.representatives(g).size() * (groups[g].size() - 1);
+  if (pairs == 0) return;
+  const auto& first = groups.front();
+  const std::size_t far_hops = router.route(first.front(), first.back()).hops.size();
+  engine.reserve(pairs, pairs, pairs * (far_hops + 2), 4 * pairs);
 }
 
 }  // namespace
@@ -166,6 +202,15 @@ const GroupSet::RingPlan& GroupSet::rings(const Topology& topo, Router& router) 
   return *rings_;
 }
 
+const CallShape* GroupSet::call_shape(const Topology& topo, Router& router, CollectiveOp op) {
+  Shape& s = shapes_[static_cast<int>(op)];
+  if (!s.shape && s.calls++ > 0) {
+    ShapeBuilder add{fold_, s.shape.emplace(), {}};
+    call_flows(add, router, topo, op, *this);
+  }
+  return s.shape ? &*s.shape : nullptr;
+}
+
 GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                            CollectiveOp op, GroupSet& set, double size, std::span<const TaskId> entry) {
   GroupCalls out;
@@ -184,13 +229,19 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
       engine.depends(out.done[c], copy);
     }
   }
-  FlowAdder add{engine, router, fold, out, {}};
-  switch (op) {
-    case CollectiveOp::alltoall: add_alltoall(add, set, size); break;
-    case CollectiveOp::allgather:
-    case CollectiveOp::reducescatter:
-    case CollectiveOp::allreduce: add_ring(add, topo, op, set, size); break;
-    case CollectiveOp::sendrecv: add_sendrecv(add, set, size); break;
+  if (const CallShape* shape = set.call_shape(topo, router, op)) {
+    const std::size_t flows = shape->flows.size();
+    engine.reserve(flows, flows, shape->hops.size(), 4 * flows);
+    const std::span<const Hop> hops(shape->hops);
+    for (const CallShape::Flow& f : shape->flows) {
+      const TaskId t = engine.add_flow(hops.subspan(f.hop_begin, f.hop_count), size * f.factor / f.divisor,
+                                       f.wait_s, f.count);
+      add_rendezvous(engine, out, t, f.from_class, f.to_class);
+    }
+  } else {  // the set's first call of op: its flows straight into the engine
+    if (op == CollectiveOp::alltoall) reserve_alltoall(engine, router, set);
+    FlowAdder add{engine, fold, out, size, {}};
+    call_flows(add, router, topo, op, set);
   }
   for (int c = 0; c < classes; ++c) engine.depends(out.done[c], out.call[c]);
   return out;

@@ -8,6 +8,8 @@
 #include "routing.hpp"
 #include "topology.hpp"
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -31,6 +33,20 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 // Throws InputError (field "--groups") when B does not divide the ranks.
 std::vector<std::vector<int>> make_groups(int ranks, int groups, Placement placement);
 
+// The flows one call of an op on every group of a set builds, in build order, with what depends on
+// its size: bytes = size · factor / divisor (so each flow's bytes are computed as before, to the
+// bit), waits and routes (folded) fixed. Built once per set and op; a step repeats its calls.
+struct CallShape {
+  struct Flow {
+    int from_class, to_class;
+    std::uint32_t hop_begin, hop_count;
+    double factor, divisor, wait_s;
+    std::uint32_t count;
+  };
+  std::vector<Flow> flows;
+  std::vector<Hop> hops;
+};
+
 // The groups of one kind of call (a partition of the ranks), with what building their calls needs:
 // each rank's group, and NCCL's rings (made on first use, representatives only).
 class GroupSet {
@@ -49,6 +65,9 @@ class GroupSet {
     std::vector<double> step_latency_s;       // per group: its slowest edge (over the whole group)
   };
   const RingPlan& rings(const Topology& topo, Router& router);
+  // The flows of one call of `op` on every group, made at its second call (a set called once, as
+  // `basp collective` does, builds its flows straight into the engine); null before.
+  const CallShape* call_shape(const Topology& topo, Router& router, CollectiveOp op);
 
  private:
   std::vector<std::vector<int>> groups_;
@@ -56,6 +75,11 @@ class GroupSet {
   std::vector<int> group_of_;  // by rank
   std::vector<std::vector<int>> reps_;
   std::optional<RingPlan> rings_;
+  struct Shape {
+    int calls = 0;
+    std::optional<CallShape> shape;
+  };
+  std::array<Shape, 5> shapes_;  // by op
 };
 
 struct GroupCalls {

@@ -148,3 +148,41 @@ TEST_CASE("multi-node rings give every NIC its own channel even when GPUs share 
   for (double b : into_nic) CHECK(b == Approx(into_nic[0]).epsilon(1e-12));
   CHECK(r.busbw_Bps == Approx(50e9).epsilon(0.01));
 }
+
+TEST_CASE("a group set's later calls replay its first call's flows exactly") {
+  // System: 8 PCIe nodes of 8 GPUs, 2 nodes per leaf, folded into rank classes (groups of one
+  // leaf) and unfolded; every op called three times, one after the other, with different sizes.
+  // Expectations: a set's second and third calls build their flows from the shape it keeps;
+  // fresh sets build each call's flows anew. Both give the same flows, link bytes and finish
+  // times, to the bit.
+  const Topology t = load_topology("pcie-8gpu", {.nodes = 8, .nodes_per_leaf = 2});
+  const std::vector<std::vector<int>> groups = make_groups(64, 4, Placement::contiguous);
+  const TrafficGroups described[] = {{&groups, GroupTraffic::all_pairs}, {&groups, GroupTraffic::nccl_rings},
+                                     {&groups, GroupTraffic::successor}};
+  const FoldChoice folded = choose_fold(EngineMode::automatic, t, 64, described);
+  REQUIRE(folded.use.engine == "classes");
+  for (const RankFold& fold : {folded.fold, RankFold::identity(64)})
+    for (CollectiveOp op : {CollectiveOp::alltoall, CollectiveOp::allgather, CollectiveOp::reducescatter,
+                            CollectiveOp::allreduce, CollectiveOp::sendrecv}) {
+      auto run = [&](bool one_set) {
+        Engine e(fold.quotient_capacities(link_capacities(t)));
+        Router router(t);
+        GroupSet kept(groups, fold);
+        std::vector<TaskId> tail;
+        std::vector<TaskId> ends;
+        for (double size : {S, 3 * S, S / 7}) {
+          GroupSet fresh(groups, fold);
+          const GroupCalls c = add_collectives(e, router, t, fold, op, one_set ? kept : fresh, size, tail);
+          tail = c.done;
+          ends.insert(ends.end(), c.done.begin(), c.done.end());
+        }
+        const RunStats stats = e.run();
+        std::vector<double> out{double(stats.flows), double(e.task_count())};
+        for (TaskId d : ends) out.push_back(e.finish_time(d));
+        out.insert(out.end(), e.link_bytes().begin(), e.link_bytes().end());
+        return out;
+      };
+      INFO("op " << collective_info(op).name << ", " << fold.classes() << " classes");
+      CHECK(run(true) == run(false));
+    }
+}
