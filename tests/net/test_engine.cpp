@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <stdexcept>
 
 using namespace basp;
@@ -124,4 +125,26 @@ TEST_CASE("the longest path of a graph of delays is when its run ends") {
   cycle.depends(x, y);
   cycle.depends(y, x);
   CHECK_THROWS_AS(cycle.longest_path_s(), std::logic_error);
+}
+
+TEST_CASE("the engine's large blocks are kept for the next engine, within the pool's limit") {
+  // System: a pool of 8 MiB; blocks of 4 MiB and 6 MiB given back, then asked for again.
+  // Expectations: a block asked for is a kept one of at least its size and at most twice it;
+  // a give that would pass the limit lets the largest kept blocks go first; a block over the
+  // limit is never kept.
+  HugeBlockPool pool(8 << 20);
+  void* four = std::aligned_alloc(2 << 20, 4 << 20);
+  void* six = std::aligned_alloc(2 << 20, 6 << 20);
+  pool.give(four, 4 << 20);
+  CHECK(pool.take(2 << 20) == four);   // 4 MiB serves 2 MiB (at most twice)
+  CHECK(pool.take(2 << 20) == nullptr);
+  pool.give(four, 4 << 20);
+  CHECK(pool.take(1 << 20) == nullptr);  // 4 MiB is more than twice 1 MiB
+  pool.give(six, 6 << 20);               // 4 + 6 > 8: the 4 MiB block goes
+  CHECK(pool.take(4 << 20) == six);
+  CHECK(pool.take(4 << 20) == nullptr);
+  void* big = std::aligned_alloc(2 << 20, 16 << 20);
+  pool.give(big, 16 << 20);  // over the limit: freed at once
+  CHECK(pool.take(16 << 20) == nullptr);
+  std::free(six);
 }
