@@ -211,6 +211,20 @@ const CallShape* GroupSet::call_shape(const Topology& topo, Router& router, Coll
   return s.shape ? &*s.shape : nullptr;
 }
 
+const std::vector<Engine::StoredPath>* GroupSet::stored_paths(const Topology& topo, Router& router, CollectiveOp op,
+                                                              Engine& engine) {
+  const CallShape* shape = call_shape(topo, router, op);
+  if (!shape) return nullptr;
+  Shape& s = shapes_[static_cast<int>(op)];
+  if (s.stored_on != engine.serial()) {
+    s.paths.clear();
+    for (const CallShape::Flow& f : shape->flows)
+      s.paths.push_back(engine.store_path(std::span<const Hop>(shape->hops).subspan(f.hop_begin, f.hop_count)));
+    s.stored_on = engine.serial();
+  }
+  return &s.paths;
+}
+
 GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                            CollectiveOp op, GroupSet& set, double size, std::span<const TaskId> entry) {
   GroupCalls out;
@@ -229,13 +243,13 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
       engine.depends(out.done[c], copy);
     }
   }
-  if (const CallShape* shape = set.call_shape(topo, router, op)) {
-    const std::size_t flows = shape->flows.size();
-    engine.reserve(flows, flows, shape->hops.size(), 4 * flows);
-    const std::span<const Hop> hops(shape->hops);
-    for (const CallShape::Flow& f : shape->flows) {
-      const TaskId t = engine.add_flow(hops.subspan(f.hop_begin, f.hop_count), size * f.factor / f.divisor,
-                                       f.wait_s, f.count);
+  if (const std::vector<Engine::StoredPath>* paths = set.stored_paths(topo, router, op, engine)) {
+    const CallShape& shape = *set.call_shape(topo, router, op);
+    const std::size_t flows = shape.flows.size();
+    engine.reserve(flows, flows, 0, 4 * flows);
+    for (std::size_t k = 0; k < flows; ++k) {
+      const CallShape::Flow& f = shape.flows[k];
+      const TaskId t = engine.add_flow_on((*paths)[k], size * f.factor / f.divisor, f.wait_s, f.count);
       add_rendezvous(engine, out, t, f.from_class, f.to_class);
     }
   } else {  // the set's first call of op: its flows straight into the engine

@@ -68,6 +68,9 @@ class GroupSet {
   // The flows of one call of `op` on every group, made at its second call (a set called once, as
   // `basp collective` does, builds its flows straight into the engine); null before.
   const CallShape* call_shape(const Topology& topo, Router& router, CollectiveOp op);
+  // Its flows' paths stored on `engine` once (null: no shape yet).
+  const std::vector<Engine::StoredPath>* stored_paths(const Topology& topo, Router& router, CollectiveOp op,
+                                                      Engine& engine);
 
  private:
   std::vector<std::vector<int>> groups_;
@@ -78,6 +81,8 @@ class GroupSet {
   struct Shape {
     int calls = 0;
     std::optional<CallShape> shape;
+    std::uint64_t stored_on = 0;            // the serial of the engine holding its paths, once stored
+    std::vector<Engine::StoredPath> paths;  // per flow, on that engine
   };
   std::array<Shape, 5> shapes_;  // by op
 };

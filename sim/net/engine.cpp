@@ -17,7 +17,10 @@ constexpr double batch_tolerance = 1e-9;  // relative: events this close in time
 }  // namespace
 
 Engine::Engine(std::vector<double> capacity)
-    : capacity_(std::move(capacity)), link_bytes_(capacity_.size(), 0.0), solver_(capacity_.size()) {}
+    : capacity_(std::move(capacity)), link_bytes_(capacity_.size(), 0.0), solver_(capacity_.size()) {
+  static std::atomic<std::uint64_t> made{0};
+  serial_ = ++made;
+}
 
 TaskId Engine::add_delay(double duration_s) {
   const auto id = static_cast<TaskId>(kind_.size());
@@ -28,16 +31,26 @@ TaskId Engine::add_delay(double duration_s) {
 }
 
 TaskId Engine::add_flow(std::span<const Hop> hops, double bytes, double wait_s, std::uint32_t multiplicity) {
+  return add_flow_on(store_path(hops), bytes, wait_s, multiplicity);
+}
+
+Engine::StoredPath Engine::store_path(std::span<const Hop> hops) {
+  const StoredPath path{static_cast<std::uint32_t>(hops_.size()), static_cast<std::uint32_t>(hops.size())};
+  hops_.insert(hops_.end(), hops.begin(), hops.end());
+  return path;
+}
+
+TaskId Engine::add_flow_on(StoredPath path, double bytes, double wait_s, std::uint32_t multiplicity) {
   const auto id = static_cast<TaskId>(kind_.size());
   kind_.push_back(Kind::flow);
   duration_.push_back(wait_s);
   flow_of_.push_back(static_cast<std::uint32_t>(paths_.size()));
-  paths_.push_back({static_cast<std::uint32_t>(hops_.size()), static_cast<std::uint32_t>(hops.size()),
-                    multiplicity});
-  hops_.insert(hops_.end(), hops.begin(), hops.end());
+  paths_.push_back({path.hop_begin, path.hop_count, multiplicity});
   bytes_.push_back(bytes);
   task_of_.push_back(id);
-  for (const Hop& h : hops) link_bytes_[h.link] += bytes * h.share * multiplicity;
+  crossings_ += path.hop_count;
+  for (std::uint32_t h = path.hop_begin; h < path.hop_begin + path.hop_count; ++h)
+    link_bytes_[hops_[h].link] += bytes * hops_[h].share * multiplicity;
   return id;
 }
 
@@ -140,7 +153,7 @@ RunStats Engine::run() {
   active_paths_.reserve(paths_.size());
   remaining_.reserve(paths_.size());
   rate_.reserve(paths_.size());
-  solver_.reserve(paths_.size(), hops_.size());
+  solver_.reserve(paths_.size(), crossings_);
   for (TaskId t = 0; t < tasks; ++t)
     if (preds_left_[t] == 0) make_ready(t, 0.0);
   if (progress_) {

@@ -51,6 +51,14 @@ class Engine {
   TaskId add_delay(double duration_s);
   // `multiplicity` identical flows on the same path with the same start share one task.
   TaskId add_flow(std::span<const Hop> hops, double bytes, double wait_s, std::uint32_t multiplicity = 1);
+  // A path stored once for many flows (a step's repeated calls): add_flow_on then takes it
+  // instead of a copy of its hops.
+  struct StoredPath {
+    std::uint32_t hop_begin = 0, hop_count = 0;
+  };
+  StoredPath store_path(std::span<const Hop> hops);
+  std::uint64_t serial() const { return serial_; }  // distinct for every engine made in the process
+  TaskId add_flow_on(StoredPath path, double bytes, double wait_s, std::uint32_t multiplicity = 1);
   void depends(TaskId task, TaskId on);  // `task` becomes ready only after `on` finishes
   // Room for this many more tasks, flows, hops and dependencies, so that building a million-flow
   // collective does not copy its arrays over and over.
@@ -102,6 +110,7 @@ class Engine {
   BigVector<TaskId> succ_;
   // Per flow.
   BigVector<Hop> hops_;
+  std::size_t crossings_ = 0;  // hops over all flows (a stored path's once per flow)
   BigVector<FlowPath> paths_;
   BigVector<double> bytes_;
   BigVector<TaskId> task_of_;
@@ -121,6 +130,7 @@ class Engine {
   std::uint64_t finished_tasks_ = 0;
   EngineProgress* progress_ = nullptr;
   bool ran_ = false;
+  std::uint64_t serial_;
 };
 
 }  // namespace basp
