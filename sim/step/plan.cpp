@@ -380,10 +380,23 @@ PlanReport plan(const PlanQuestion& q) {
           slice.push_back(i);
         }
       }
-      in_parallel(slice.size(), [&](std::size_t k, int t) {
-        PlanCandidate& c = candidates[slice[k]];
-        c.bound_s = std::max(c.bound_s, step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]));
-        c.simulation_bytes = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
+      // Layouts on one traffic pattern go to one thread: its fold and call bounds, worked out
+      // once there, serve them all (each thread's cache would work them out again). A hash that
+      // collides only puts two patterns on one thread: no figure depends on where a bound is worked out.
+      std::vector<std::vector<std::size_t>> by_pattern;
+      std::map<std::uint64_t, std::size_t> pattern_of;
+      for (std::size_t i : slice) {
+        const auto [it, fresh] = pattern_of.try_emplace(
+            traffic_pattern_hash(r.setup, candidates[i].config, candidates[i].strategy), by_pattern.size());
+        if (fresh) by_pattern.emplace_back();
+        by_pattern[it->second].push_back(i);
+      }
+      in_parallel(by_pattern.size(), [&](std::size_t k, int t) {
+        for (std::size_t i : by_pattern[k]) {
+          PlanCandidate& c = candidates[i];
+          c.bound_s = std::max(c.bound_s, step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]));
+          c.simulation_bytes = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
+        }
       });
       bounded += slice.size();
       for (std::size_t i : slice) refined.insert({candidates[i].bound_s, i});

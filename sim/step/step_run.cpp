@@ -2,6 +2,8 @@
 // per-rank timelines to the report's figures.
 #include "step_run.hpp"
 
+#include "splitmix64.hpp"
+
 #include "collective_bounds.hpp"
 
 #include "cost_model.hpp"
@@ -473,6 +475,22 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
       if (k != 0) add_class(k);
     return ((run.config.accumulation - 1) * gradients + end) * (1.0 - 1e-5);
   });
+}
+
+std::uint64_t traffic_pattern_hash(const StepSetup& setup, const StepConfig& config, Strategy strategy) {
+  StepConfig c = config;
+  resolve_job(c, setup.report);
+  const Layout layout = make_layout(c, setup.report.model, strategy, c.gpus, setup.report.cluster->sample().gpus_per_node);
+  const ZeroGroups groups = zero_groups(c.gpus, zero_plan(c));
+  std::uint64_t h = splitmix64(static_cast<std::uint64_t>(c.gpus));
+  for (const TrafficGroups& t : step_traffic(layout, groups)) {
+    h = splitmix64(h ^ static_cast<std::uint64_t>(t.traffic));
+    for (const std::vector<int>& g : *t.groups) {
+      h = splitmix64(h ^ g.size());
+      for (int r : g) h = splitmix64(h ^ static_cast<std::uint64_t>(r));
+    }
+  }
+  return h;
 }
 
 double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config, Strategy strategy,

@@ -180,6 +180,9 @@ StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& confi
 // simulation that builds a window of layers extrapolates the rest: its step may differ from the
 // whole step's by that extrapolation's error.)
 double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache);
+// Equal for layouts on the same traffic pattern (the groups of their calls), which share a
+// RunCache's fold and call bounds: basp plan works out such layouts' bounds on one thread.
+std::uint64_t traffic_pattern_hash(const StepSetup& setup, const StepConfig& config, Strategy strategy);
 // An estimate of the host memory simulate_strategy's engine will hold for that layout (a test
 // holds it above Engine::memory_bytes after the run; transient copies while arrays grow are not
 // seen there): what basp plan schedules and refuses simulations by.
