@@ -173,12 +173,14 @@ TEST_CASE("validate: a hung collective becomes an abort with a clear message, af
   CHECK(wall < 2.0 + 20.0);
 }
 
-// A rank 80 ms late to every exchange: the others wait for it in the barrier before each exchange,
+// A rank 200 ms late to every exchange: the others wait for it in the barrier before each exchange,
 // and the exchange's own time (its transfer) does not include that wait. The delay is large next to
 // a loaded machine's scheduling noise (4 ranks on 2 cores beside other tests: a few-KiB transfer
-// took 15 ms in CI), so "under half the delay" separates a transfer from a transfer plus the wait.
+// took 15 ms in CI; under the sanitizers the others reached the barrier up to 22 ms after the late
+// rank began its delay, so their wait was 58 ms of 80), so "under half the delay" separates a
+// transfer from a transfer plus the wait, and "over 3/4 of it" a wait from none.
 TEST_CASE("validate: a late rank's delay is reported as the others' wait, not as transfer time") {
-  constexpr double delay_s = 0.08;
+  constexpr double delay_s = 0.2;
   TempFile json("basp-validate-late.json");
   const Run r = mpirun(4, "layer " + kSmall + " --batch 2 --json " + json.path,
                        "BASP_VALIDATE_SLOW_RANK=1:" + std::to_string(delay_s));
