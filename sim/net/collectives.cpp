@@ -31,15 +31,14 @@ void add_rendezvous(Engine& engine, const GroupCalls& out, TaskId flow, int from
 // A call's flows from rank a to rank b (a a representative), in build order, go to one of two
 // sinks: a shape kept for the set's next calls of the op, or (its first call) the engine itself.
 struct ShapeBuilder {
+  Engine& engine;
   const RankFold& fold;
   CallShape& shape;
   std::vector<Hop> scratch;
 
   void add(int a, int b, double factor, double divisor, double wait_s, std::uint32_t count, const RouteView& r) {
-    const std::span<const Hop> hops = fold.fold_hops(r.hops, scratch);
-    shape.flows.push_back({fold.rank_class(a), fold.rank_class(b), static_cast<std::uint32_t>(shape.hops.size()),
-                           static_cast<std::uint32_t>(hops.size()), factor, divisor, wait_s, count});
-    shape.hops.insert(shape.hops.end(), hops.begin(), hops.end());
+    shape.flows.push_back({fold.rank_class(a), fold.rank_class(b), engine.store_path(fold.fold_hops(r.hops, scratch)),
+                           factor, divisor, wait_s, count});
   }
 };
 
@@ -202,27 +201,15 @@ const GroupSet::RingPlan& GroupSet::rings(const Topology& topo, Router& router) 
   return *rings_;
 }
 
-const CallShape* GroupSet::call_shape(const Topology& topo, Router& router, CollectiveOp op) {
+const CallShape* GroupSet::call_shape(const Topology& topo, Router& router, CollectiveOp op, Engine& engine) {
   Shape& s = shapes_[static_cast<int>(op)];
-  if (!s.shape && s.calls++ > 0) {
-    ShapeBuilder add{fold_, s.shape.emplace(), {}};
+  if (s.engine != engine.serial()) s = {engine.serial(), 0, std::nullopt};
+  if (s.calls++ == 0) return nullptr;
+  if (!s.shape) {
+    ShapeBuilder add{engine, fold_, s.shape.emplace(), {}};
     call_flows(add, router, topo, op, *this);
   }
-  return s.shape ? &*s.shape : nullptr;
-}
-
-const std::vector<Engine::StoredPath>* GroupSet::stored_paths(const Topology& topo, Router& router, CollectiveOp op,
-                                                              Engine& engine) {
-  const CallShape* shape = call_shape(topo, router, op);
-  if (!shape) return nullptr;
-  Shape& s = shapes_[static_cast<int>(op)];
-  if (s.stored_on != engine.serial()) {
-    s.paths.clear();
-    for (const CallShape::Flow& f : shape->flows)
-      s.paths.push_back(engine.store_path(std::span<const Hop>(shape->hops).subspan(f.hop_begin, f.hop_count)));
-    s.stored_on = engine.serial();
-  }
-  return &s.paths;
+  return &*s.shape;
 }
 
 GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
@@ -243,13 +230,11 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
       engine.depends(out.done[c], copy);
     }
   }
-  if (const std::vector<Engine::StoredPath>* paths = set.stored_paths(topo, router, op, engine)) {
-    const CallShape& shape = *set.call_shape(topo, router, op);
-    const std::size_t flows = shape.flows.size();
+  if (const CallShape* shape = set.call_shape(topo, router, op, engine)) {
+    const std::size_t flows = shape->flows.size();
     engine.reserve(flows, flows, 0, 4 * flows);
-    for (std::size_t k = 0; k < flows; ++k) {
-      const CallShape::Flow& f = shape.flows[k];
-      const TaskId t = engine.add_flow_on((*paths)[k], size * f.factor / f.divisor, f.wait_s, f.count);
+    for (const CallShape::Flow& f : shape->flows) {
+      const TaskId t = engine.add_flow_on(f.path, size * f.factor / f.divisor, f.wait_s, f.count);
       add_rendezvous(engine, out, t, f.from_class, f.to_class);
     }
   } else {  // the set's first call of op: its flows straight into the engine

@@ -33,18 +33,18 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 // Throws InputError (field "--groups") when B does not divide the ranks.
 std::vector<std::vector<int>> make_groups(int ranks, int groups, Placement placement);
 
-// The flows one call of an op on every group of a set builds, in build order, with what depends on
-// its size: bytes = size · factor / divisor (so each flow's bytes are computed as before, to the
-// bit), waits and routes (folded) fixed. Built once per set and op; a step repeats its calls.
+// The flows one call of an op on every group of a set builds, in build order, their paths stored
+// once on one engine (Engine::store_path), with what depends on the call's size: bytes =
+// size · factor / divisor (each flow's bytes computed as a fresh build computes them, to the bit).
+// A step repeats its calls; routing and folding them again was a fifth of its simulation.
 struct CallShape {
   struct Flow {
     int from_class, to_class;
-    std::uint32_t hop_begin, hop_count;
+    Engine::StoredPath path;
     double factor, divisor, wait_s;
     std::uint32_t count;
   };
   std::vector<Flow> flows;
-  std::vector<Hop> hops;
 };
 
 // The groups of one kind of call (a partition of the ranks), with what building their calls needs:
@@ -65,12 +65,10 @@ class GroupSet {
     std::vector<double> step_latency_s;       // per group: its slowest edge (over the whole group)
   };
   const RingPlan& rings(const Topology& topo, Router& router);
-  // The flows of one call of `op` on every group, made at its second call (a set called once, as
-  // `basp collective` does, builds its flows straight into the engine); null before.
-  const CallShape* call_shape(const Topology& topo, Router& router, CollectiveOp op);
-  // Its flows' paths stored on `engine` once (null: no shape yet).
-  const std::vector<Engine::StoredPath>* stored_paths(const Topology& topo, Router& router, CollectiveOp op,
-                                                      Engine& engine);
+  // The flows of one call of `op` on every group, on `engine`: null at the set's first call there
+  // (a set called once, as `basp collective` does, builds its flows straight into the engine),
+  // made at its second.
+  const CallShape* call_shape(const Topology& topo, Router& router, CollectiveOp op, Engine& engine);
 
  private:
   std::vector<std::vector<int>> groups_;
@@ -79,10 +77,9 @@ class GroupSet {
   std::vector<std::vector<int>> reps_;
   std::optional<RingPlan> rings_;
   struct Shape {
-    int calls = 0;
+    std::uint64_t engine = 0;  // the serial of the engine its calls were on
+    int calls = 0;             // there
     std::optional<CallShape> shape;
-    std::uint64_t stored_on = 0;            // the serial of the engine holding its paths, once stored
-    std::vector<Engine::StoredPath> paths;  // per flow, on that engine
   };
   std::array<Shape, 5> shapes_;  // by op
 };
