@@ -46,7 +46,7 @@ void MaxMinSolver::reserve(std::size_t flows, std::size_t hops) {
 }
 
 std::size_t MaxMinSolver::memory_bytes() const {
-  return capacity_bytes(links_, flows_on_, touched_, scan_, heap_, frozen_, saturated_, refill_);
+  return capacity_bytes(links_, flows_on_, touched_, scan_, scan_key_, heap_, frozen_, saturated_, refill_);
 }
 
 void MaxMinSolver::remove(std::span<const Hop> hops, const FlowPath& f, double rate) {
@@ -131,18 +131,20 @@ void MaxMinSolver::fill(std::span<const double> capacity, std::span<const Hop> h
   scan_.assign(touched_.begin(), touched_.end());
   for (int round = 0; left > 0 && round < scan_rounds; ++round) {
     double level = std::numeric_limits<double>::infinity();
+    scan_key_.resize(scan_.size());
     for (std::size_t k = 0; k < scan_.size();) {
       if (links_[scan_[k]].unfrozen == 0) {
         scan_[k] = scan_.back();
         scan_.pop_back();
         continue;
       }
-      level = std::min(level, key(scan_[k]));
+      scan_key_[k] = key(scan_[k]);
+      level = std::min(level, scan_key_[k]);
       ++k;
     }
     saturated_.clear();
-    for (std::uint32_t l : scan_)
-      if (key(l) <= level * (1.0 + tie)) saturated_.push_back(l);
+    for (std::size_t k = 0; k < scan_.size(); ++k)
+      if (scan_key_[k] <= level * (1.0 + tie)) saturated_.push_back(scan_[k]);
     left = freeze_saturated(level, hops, flows, rates, left);
   }
   if (left > 0) {

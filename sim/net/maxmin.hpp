@@ -78,6 +78,7 @@ class MaxMinSolver {
   BigVector<std::uint32_t> flows_on_;
   std::vector<std::uint32_t> touched_;    // links with at least one flow
   std::vector<std::uint32_t> scan_;      // touched links that may still saturate (the first rounds)
+  std::vector<double> scan_key_;         // their saturation levels this round
   std::vector<std::pair<double, std::uint32_t>> heap_;  // (saturation level, link), lower bounds
   BigVector<char> frozen_;
   std::vector<std::uint32_t> saturated_;
