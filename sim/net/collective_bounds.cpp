@@ -3,6 +3,8 @@
 // an all-to-all the copy of the rank's own slice, which runs alongside; linear in the call's size.
 #include "collective_bounds.hpp"
 
+#include "splitmix64.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -56,6 +58,57 @@ struct RankFlows {
   }
 };
 
+// Rank c's lines for a call of `op` on set's groups; c must represent its class in set's fold
+// (`plan`: set's rings, for ring ops).
+TransferLines rank_transfer_lines(RankFlows& flows, Router& router, CollectiveOp op, GroupSet& set,
+                                  const GroupSet::RingPlan* plan, int c) {
+  const std::size_t g = set.group_of(c);
+  const auto& group = set.groups()[g];
+  const int n = static_cast<int>(group.size());
+  // An all-to-all copies its own slice alongside its flows (local_copy_s).
+  const double copy_Bps = flows.topo.software.local_copy_Bps;
+  if (op == CollectiveOp::alltoall && copy_Bps > 0.0 && n > 0) flows.lines.push_back({0.0, 1.0 / n / copy_Bps});
+  if (n >= 2) {
+    if (op == CollectiveOp::alltoall) {
+      for (int peer : group)
+        if (peer != c) {
+          const RouteView to = router.route(c, peer);
+          flows.add(to, 1.0 / n, to.latency_s, 1);
+          const RouteView from = router.route(peer, c);
+          flows.add(from, 1.0 / n, from.latency_s, 1);
+        }
+    } else if (op == CollectiveOp::sendrecv) {
+      const int i = static_cast<int>(std::find(group.begin(), group.end(), c) - group.begin());
+      const RouteView to = router.route(c, group[(i + 1) % n]);
+      flows.add(to, 1.0, to.latency_s, 1);
+      const RouteView from = router.route(group[(i + n - 1) % n], c);
+      flows.add(from, 1.0, from.latency_s, 1);
+    } else {
+      const double steps = op == CollectiveOp::allreduce ? 2.0 * (n - 1) : double(n - 1);
+      const double per_size = collective_info(op).busbw_factor(n) / plan->channels[g];
+      const double wait = steps * plan->step_latency_s[g];
+      for (const RingEdge& e : plan->edges[g])
+        if (e.from == c) flows.add(router.route(e.from, e.to), per_size, wait, e.channels);
+      for (const RingEdge& e : plan->into[g])
+        if (e.to == c) flows.add(router.route(e.from, e.to), per_size, wait, e.channels);
+    }
+  }
+  return flows.finish();
+}
+
+bool is_ring_op(CollectiveOp op) {
+  return op == CollectiveOp::allgather || op == CollectiveOp::reducescatter || op == CollectiveOp::allreduce;
+}
+
+std::uint64_t groups_hash(const std::vector<std::vector<int>>& groups) {
+  std::uint64_t h = splitmix64(groups.size());
+  for (const auto& g : groups) {
+    h = splitmix64(h ^ g.size());
+    for (int r : g) h = splitmix64(h ^ static_cast<std::uint64_t>(r));
+  }
+  return h;
+}
+
 }  // namespace
 
 double TransferLines::at(double size_bytes) const {
@@ -67,44 +120,9 @@ double TransferLines::at(double size_bytes) const {
 std::vector<TransferLines> call_transfer_lines(Router& router, const Topology& topo, const RankFold& fold,
                                                CollectiveOp op, GroupSet& set) {
   RankFlows flows{topo, {}, {}};
+  const GroupSet::RingPlan* plan = is_ring_op(op) ? &set.rings(topo, router) : nullptr;
   std::vector<TransferLines> out(fold.classes());
-  const auto& groups = set.groups();
-  const bool ring = op == CollectiveOp::allgather || op == CollectiveOp::reducescatter || op == CollectiveOp::allreduce;
-  const GroupSet::RingPlan* plan = ring ? &set.rings(topo, router) : nullptr;
-  const double copy_Bps = topo.software.local_copy_Bps;
-  for (int c = 0; c < fold.classes(); ++c) {
-    const std::size_t g = set.group_of(c);
-    const auto& group = groups[g];
-    const int n = static_cast<int>(group.size());
-    // An all-to-all copies its own slice alongside its flows (local_copy_s).
-    if (op == CollectiveOp::alltoall && copy_Bps > 0.0 && n > 0) flows.lines.push_back({0.0, 1.0 / n / copy_Bps});
-    if (n >= 2) {
-      if (op == CollectiveOp::alltoall) {
-        for (int peer : group)
-          if (peer != c) {
-            const RouteView to = router.route(c, peer);
-            flows.add(to, 1.0 / n, to.latency_s, 1);
-            const RouteView from = router.route(peer, c);
-            flows.add(from, 1.0 / n, from.latency_s, 1);
-          }
-      } else if (op == CollectiveOp::sendrecv) {
-        const int i = static_cast<int>(std::find(group.begin(), group.end(), c) - group.begin());
-        const RouteView to = router.route(c, group[(i + 1) % n]);
-        flows.add(to, 1.0, to.latency_s, 1);
-        const RouteView from = router.route(group[(i + n - 1) % n], c);
-        flows.add(from, 1.0, from.latency_s, 1);
-      } else {
-        const double steps = op == CollectiveOp::allreduce ? 2.0 * (n - 1) : double(n - 1);
-        const double per_size = collective_info(op).busbw_factor(n) / plan->channels[g];
-        const double wait = steps * plan->step_latency_s[g];
-        for (const RingEdge& e : plan->edges[g])
-          if (e.from == c) flows.add(router.route(e.from, e.to), per_size, wait, e.channels);
-        for (const RingEdge& e : plan->into[g])
-          if (e.to == c) flows.add(router.route(e.from, e.to), per_size, wait, e.channels);
-      }
-    }
-    out[c] = flows.finish();
-  }
+  for (int c = 0; c < fold.classes(); ++c) out[c] = rank_transfer_lines(flows, router, op, set, plan, c);
   return out;
 }
 
@@ -115,50 +133,64 @@ std::vector<double> call_transfer_bounds(Router& router, const Topology& topo, c
   return out;
 }
 
+int TransferLineStore::groups_id(const GroupSet& set) {
+  const auto& groups = set.groups();
+  const std::uint64_t h = groups_hash(groups);
+  for (auto [it, end] = by_hash_.equal_range(h); it != end; ++it)
+    if (groups_[it->second] == groups) return it->second;
+  const int id = static_cast<int>(groups_.size());
+  groups_.push_back(groups);
+  by_hash_.insert({h, id});
+  for (const auto& g : groups) bytes_ += sizeof(g) + g.size() * sizeof(int);
+  return id;
+}
+
+const TransferLineStore::Lines& TransferLineStore::lines(Router& router, const Topology& topo, int id,
+                                                         CollectiveOp op, GroupSet& set, int ranks) {
+  Lines& l = lines_[{id, static_cast<int>(op)}];
+  const int have = static_cast<int>(l.transfer.size());
+  if (have >= ranks) return l;
+  RankFlows flows{topo, {}, {}};
+  const GroupSet::RingPlan* plan = is_ring_op(op) ? &set.rings(topo, router) : nullptr;
+  for (int c = have; c < ranks; ++c) {
+    l.transfer.push_back(rank_transfer_lines(flows, router, op, set, plan, c));
+    l.overhead_s.push_back(call_overhead_s(topo, op, static_cast<int>(set.groups()[set.group_of(c)].size())));
+    bytes_ += sizeof(TransferLines) + sizeof(double) + l.transfer.back().lines.size() * 2 * sizeof(double);
+  }
+  return l;
+}
+
+CallBounds::CallBounds(std::shared_ptr<TransferLineStore> store) : store_(std::move(store)) {}
+
 void CallBounds::select(int rank_class) {
   selected_ = rank_class;
   matched_.clear();
 }
 
-int CallBounds::groups_id(const GroupSet& set) {
-  for (const auto& [seen, id] : matched_)
-    if (seen == &set) return id;
-  // A pattern's calls use a handful of group sets: a scan finds the one with these groups.
-  const auto& groups = set.groups();
-  int id = static_cast<int>(std::find(groups_.begin(), groups_.end(), groups) - groups_.begin());
-  if (id == static_cast<int>(groups_.size())) {
-    groups_.push_back(groups);
-    for (const auto& g : groups) bytes_ += sizeof(g) + g.size() * sizeof(int);
-  }
-  matched_.push_back({&set, id});
-  return id;
-}
-
 CallBounds::Call CallBounds::get(Router& router, const Topology& topo, const RankFold& fold, CollectiveOp op,
                                  GroupSet& set, double size) {
-  const std::pair<int, int> calls{groups_id(set), static_cast<int>(op)};
-  auto it = lines_.find(calls);
-  if (it == lines_.end()) {
-    Lines l{{}, call_transfer_lines(router, topo, fold, op, set)};
-    for (int c = 0; c < fold.classes(); ++c) {
-      l.overhead_s.push_back(call_overhead_s(topo, op, static_cast<int>(set.groups()[set.group_of(c)].size())));
-      bytes_ += sizeof(TransferLines) + sizeof(double) + l.transfer[c].lines.size() * 2 * sizeof(double);
-    }
-    it = lines_.emplace(calls, std::move(l)).first;
+  int id = -1;
+  for (const auto& [seen, known] : matched_)
+    if (seen == &set) id = known;
+  if (id < 0) {
+    id = store_->groups_id(set);
+    matched_.push_back({&set, id});
   }
-  used_.insert({calls.first, calls.second, size});
-  return {it->second.overhead_s[selected_], it->second.transfer[selected_].at(size)};
+  classes_ = fold.classes();
+  const TransferLineStore::Lines& l = store_->lines(router, topo, id, op, set, classes_);
+  used_lines_[{id, static_cast<int>(op)}] = &l;
+  used_.insert({id, static_cast<int>(op), size});
+  return {l.overhead_s[selected_], l.transfer[selected_].at(size)};
 }
 
 std::vector<int> CallBounds::distinct_classes() const {
   if (used_.empty()) return {0};
-  const int classes = static_cast<int>(lines_.begin()->second.transfer.size());
   std::map<std::vector<double>, int> first_with;  // a class's bounds over every call -> first such class
   std::vector<double> profile;
-  for (int c = 0; c < classes; ++c) {
+  for (int c = 0; c < classes_; ++c) {
     profile.clear();
     for (const auto& [groups, op, size] : used_) {
-      const Lines& l = lines_.at({groups, op});
+      const TransferLineStore::Lines& l = *used_lines_.at({groups, op});
       profile.insert(profile.end(), {l.overhead_s[c], l.transfer[c].at(size)});
     }
     first_with.try_emplace(profile, c);

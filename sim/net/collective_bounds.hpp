@@ -12,7 +12,9 @@
 
 #include "collectives.hpp"
 
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <span>
 #include <tuple>
@@ -36,14 +38,40 @@ std::vector<TransferLines> call_transfer_lines(Router& router, const Topology& t
 std::vector<double> call_transfer_bounds(Router& router, const Topology& topo, const RankFold& fold,
                                          CollectiveOp op, GroupSet& set, double size_bytes);
 
-// Those bounds, their lines worked out once per (groups, op) on one fold and router, handed out for one
-// rank class at a time: a step's bound is the longest of its classes' chains, and classes whose
-// bounds agree on every call have the same chain. A step repeats the same calls every layer, and
-// layouts on one traffic pattern (the planner's) share most of theirs: kept with the pattern's
-// fold, the lines are worked out once for all of them. Group sets are matched by their groups,
-// not their address, so a kept bound is exactly the one call_transfer_bounds would give again.
+// The lines of calls on one topology and router, by (groups, op) and rank, worked out as ranks
+// are asked for. A rank's lines depend on its group's routes (and NCCL's rings) alone, not on the
+// fold its set was built for, so a store outlives traffic patterns: the planner's patterns differ
+// in a few calls' groups, and their folds in classes, but most of their calls recur.
+class TransferLineStore {
+ public:
+  struct Lines {
+    std::vector<double> overhead_s;       // per rank: launch and per-peer overheads
+    std::vector<TransferLines> transfer;  // per rank
+  };
+  // An id for set's groups, equal for sets with equal groups.
+  int groups_id(const GroupSet& set);
+  // The lines of calls of `op` on the groups `id` (set's) for at least ranks 0..ranks-1, which
+  // must be the representatives of set's fold.
+  const Lines& lines(Router& router, const Topology& topo, int id, CollectiveOp op, GroupSet& set, int ranks);
+  std::size_t bytes() const { return bytes_; }  // host memory held, roughly
+
+ private:
+  std::vector<std::vector<std::vector<int>>> groups_;  // distinct groups seen; id = index
+  std::multimap<std::uint64_t, int> by_hash_;          // hash of groups -> ids
+  std::map<std::pair<int, int>, Lines> lines_;         // (groups' id, op)
+  std::size_t bytes_ = 0;
+};
+
+// Those bounds, handed out for one rank class at a time: a step's bound is the longest of its
+// classes' chains, and classes whose bounds agree on every call have the same chain. A step
+// repeats the same calls every layer, and layouts on one traffic pattern (the planner's) share
+// most of theirs: the lines come from a store on the pattern's topology, worked out once for all
+// patterns there. Group sets are matched by their groups, not their address, so a kept bound is
+// exactly the one call_transfer_bounds would give again.
 class CallBounds {
  public:
+  // `store` must belong to the topology and router every get() is given.
+  explicit CallBounds(std::shared_ptr<TransferLineStore> store = std::make_shared<TransferLineStore>());
   struct Call {
     double overhead_s;  // launch and per-peer overheads
     double transfer_s;  // then at least this until the call returns
@@ -57,21 +85,16 @@ class CallBounds {
   void start_layout() { used_.clear(); }
   // One class of each set of classes whose bounds agree on every call handed out since start_layout.
   std::vector<int> distinct_classes() const;
-  // Host memory held, roughly (a cache keeping several may cap their total).
-  std::size_t bytes() const { return bytes_; }
+  // Host memory held, roughly, besides the store's.
+  std::size_t bytes() const { return sizeof(*this) + matched_.size() * sizeof(matched_[0]); }
 
  private:
-  struct Lines {
-    std::vector<double> overhead_s;       // per class
-    std::vector<TransferLines> transfer;  // per class
-  };
-  int groups_id(const GroupSet& set);
-  std::vector<std::vector<std::vector<int>>> groups_;  // distinct groups seen; id = index
-  std::vector<std::pair<const GroupSet*, int>> matched_;  // this build's sets -> groups' id
-  std::map<std::pair<int, int>, Lines> lines_;  // (groups' id, op)
+  std::shared_ptr<TransferLineStore> store_;
+  std::vector<std::pair<const GroupSet*, int>> matched_;  // this build's sets -> the store's groups id
+  std::map<std::pair<int, int>, const TransferLineStore::Lines*> used_lines_;  // (groups' id, op)
   std::set<std::tuple<int, int, double>> used_;  // (groups' id, op, size) since start_layout
   int selected_ = 0;
-  std::size_t bytes_ = 0;
+  int classes_ = 0;  // of the fold get() was last given
 };
 
 }  // namespace basp

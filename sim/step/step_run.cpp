@@ -543,6 +543,7 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
   if (cluster_ != &cluster) {
     patterns_.clear();
     parts_.clear();
+    whole_lines_ = std::make_shared<TransferLineStore>();
     cluster_ = &cluster;
   }
   auto found = [&](Pattern& p) { return Network{p.part ? *p.part : cluster.whole(), p.choice, *p.bounds}; };
@@ -557,15 +558,18 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
       if (it != patterns_.begin()) std::rotate(patterns_.begin(), it, std::next(it));
       return found(patterns_.front());
     }
-  Pattern p{mode, ranks, parts, {}, nullptr, {}, std::make_unique<CallBounds>()};
+  Pattern p{mode, ranks, parts, {}, nullptr, {}, nullptr};
   std::optional<PartPlan> plan;
   if (parts && mode != EngineMode::full && cluster.skeleton() && ranks == cluster.gpus())
     plan = plan_part(mode, *cluster.file().templ, *cluster.skeleton(), ranks, traffic, &skeleton_moves);
   if (plan) {
     p.part = part_holding(cluster, plan->nodes);
     p.choice = fold_on_part(std::move(plan->on_skeleton), *cluster.skeleton(), *p.part);
+    for (const Part& held : parts_)
+      if (held.topo == p.part) p.bounds = std::make_unique<CallBounds>(held.lines);
   } else {
     p.choice = choose_fold(mode, cluster.whole(), ranks, traffic, &moves);
+    p.bounds = std::make_unique<CallBounds>(whole_lines_);
   }
   for (const TrafficGroups& t : traffic) p.traffic.push_back({t.traffic, *t.groups});
   patterns_.push_front(std::move(p));

@@ -153,7 +153,9 @@ class RunCache {
     std::shared_ptr<const Topology> topo;
     std::vector<int> nodes;
     std::unique_ptr<Router> router;  // made when first asked for
+    std::shared_ptr<TransferLineStore> lines = std::make_shared<TransferLineStore>();  // its patterns' calls
   };
+  std::shared_ptr<TransferLineStore> whole_lines_;  // the calls of patterns on the whole topology
   std::deque<Part> parts_;  // most recent first
   std::shared_ptr<const Topology> part_holding(const ClusterBuilds& cluster, const std::vector<int>& nodes);
   struct Pattern {

@@ -120,3 +120,50 @@ TEST_CASE("collective bounds: kept per groups and op, never another set's") {
   CHECK(call_transfer_bounds(router, t, fold, CollectiveOp::alltoall, one, S)[0] >
         call_transfer_bounds(router, t, fold, CollectiveOp::alltoall, four, S)[0]);
 }
+
+// System: 64 GPUs of dgx-h100 (8 nodes); sets of 8 groups (contiguous: one node each; strided:
+// one GPU of every node, rings across the fabric). One TransferLineStore is asked for every op's
+// lines first on a fold into classes, then on the unfolded ranks, which extends what it holds.
+// Expectations: every rank's lines equal call_transfer_lines' on the unfolded set, to the bit,
+// whichever fold they were first worked out on (a rank's lines do not depend on the fold).
+TEST_CASE("collective bounds: a line store extended across folds gives each rank its own lines") {
+  TopologyOverrides o;
+  o.nodes = 8;
+  const Topology t = load_topology("dgx-h100", o);
+  const int ranks = static_cast<int>(t.gpus.size());
+  const auto contiguous = make_groups(ranks, 8, Placement::contiguous);
+  const auto strided = make_groups(ranks, 8, Placement::strided);
+  const std::vector<TrafficGroups> traffic{{&contiguous, GroupTraffic::all_pairs},
+                                           {&strided, GroupTraffic::nccl_rings},
+                                           {&contiguous, GroupTraffic::nccl_rings}};
+  const FoldChoice coarse = choose_fold(EngineMode::classes, t, ranks, traffic);
+  REQUIRE(coarse.fold.folded());
+  const RankFold all = RankFold::identity(ranks);
+  Router router(t);
+  TransferLineStore store;
+  int compared = 0;
+  for (const auto* groups : {&contiguous, &strided})
+    for (CollectiveOp op : {CollectiveOp::alltoall, CollectiveOp::allgather, CollectiveOp::reducescatter,
+                            CollectiveOp::allreduce, CollectiveOp::sendrecv}) {
+      GroupSet on_classes(*groups, coarse.fold), on_ranks(*groups, all);
+      const int id = store.groups_id(on_classes);
+      CHECK(store.groups_id(on_ranks) == id);
+      CHECK(store.lines(router, t, id, op, on_classes, coarse.fold.classes()).transfer.size() ==
+            std::size_t(coarse.fold.classes()));
+      const TransferLineStore::Lines& extended = store.lines(router, t, id, op, on_ranks, ranks);
+      const std::vector<TransferLines> expected = call_transfer_lines(router, t, all, op, on_ranks);
+      REQUIRE(extended.transfer.size() == std::size_t(ranks));
+      for (int r = 0; r < ranks; ++r) {
+        CAPTURE(static_cast<int>(op), groups == &strided, r);
+        CHECK(extended.transfer[r].lines == expected[r].lines);
+        CHECK(extended.overhead_s[r] ==
+              call_overhead_s(t, op, static_cast<int>(on_ranks.groups()[on_ranks.group_of(r)].size())));
+        ++compared;
+      }
+    }
+  CHECK(compared == 2 * 5 * 64);
+  // The two sets' all-to-all lines differ (one stays in a node), so a mix-up of ids would show.
+  GroupSet a(contiguous, all), b(strided, all);
+  CHECK(store.lines(router, t, store.groups_id(a), CollectiveOp::alltoall, a, ranks).transfer[0].at(S) <
+        store.lines(router, t, store.groups_id(b), CollectiveOp::alltoall, b, ranks).transfer[0].at(S));
+}
