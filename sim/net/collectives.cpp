@@ -139,8 +139,10 @@ std::vector<std::vector<int>> make_groups(int ranks, int groups, Placement place
                                             std::to_string(ranks) + " ranks evenly");
   const int k = ranks / groups;
   std::vector<std::vector<int>> out(groups);
-  for (int g = 0; g < groups; ++g)
+  for (int g = 0; g < groups; ++g) {
+    out[g].reserve(k);
     for (int i = 0; i < k; ++i) out[g].push_back(placement == Placement::contiguous ? g * k + i : i * groups + g);
+  }
   return out;
 }
 

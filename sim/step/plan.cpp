@@ -20,9 +20,12 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <cstdio>
+#include <cstdlib>
 
 namespace basp {
 namespace {
+double g_wall_bound=0,g_busy_bound=0,g_wall_sim=0,g_busy_sim=0;
 
 std::vector<long> divisors(long n) {  // ascending; up to sqrt(n) steps, as n may be a huge batch
   std::vector<long> low, high;
@@ -36,8 +39,10 @@ std::vector<long> divisors(long n) {  // ascending; up to sqrt(n) steps, as n ma
 }
 
 // Two layouts with equal keys build the same step graph (e.g. SP×DP and Ulysses of the same
-// degree, BASP with one group and Ulysses): only the first is simulated.
-std::string layout_key(const Layout& l, const StepConfig& c) {
+// degree, BASP with one group and Ulysses): only the first is simulated. The key is the layout's
+// part (its groups hashed) and the config's (ZeRO, checkpointing): a strategy shape's layout,
+// which ZeRO and checkpointing do not change, is keyed once for all of its configs.
+std::string layout_shape_key(const Layout& l) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   auto mix = [&](long v) { h = (h ^ std::uint64_t(v)) * 0x100000001b3ULL; };
   for (const auto* groups : {&l.a2a_groups, &l.ring_groups}) {
@@ -51,10 +56,16 @@ std::string layout_key(const Layout& l, const StepConfig& c) {
   k.precision(17);
   k << l.sp << ' ' << l.a2a_size << ' ' << l.ring_size << ' ' << l.tokens_per_rank << ' ' << l.sequences << ' '
     << l.attention_heads << ' ' << l.attention_blocks << ' ' << l.block_queries << ' ' << l.block_keys << ' '
-    << l.q_bytes << ' ' << l.kv_bytes << ' ' << l.ring_kv_bytes << ' ' << h << ' ' << c.zero << ' '
-    << c.zero_group << ' ' << c.checkpointing;
+    << l.q_bytes << ' ' << l.kv_bytes << ' ' << l.ring_kv_bytes << ' ' << h;
   return k.str();
 }
+
+std::string layout_key(const std::string& shape_key, const StepConfig& c) {
+  return shape_key + ' ' + std::to_string(c.zero) + ' ' + std::to_string(c.zero_group) + ' ' +
+         std::to_string(int(c.checkpointing));
+}
+
+std::string layout_key(const Layout& l, const StepConfig& c) { return layout_key(layout_shape_key(l), c); }
 
 // Micro-batches beyond what `basp simulate --batch` accepts are not proposed.
 constexpr long max_batch = 1L << 20;
@@ -217,20 +228,22 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
       for (int stage = 1; stage <= 3; ++stage)
         for (auto it = shard_groups.rbegin(); it != shard_groups.rend(); ++it)
           if (*it >= 1 && gpus % *it == 0) zeros.push_back({stage, *it});
+      // The layout depends on the shape alone (not on ZeRO or checkpointing): made and keyed once.
+      Layout layout;
+      try {
+        layout = make_layout(c, rep.model, s, gpus, per_node);
+      } catch (const InputError& e) {
+        pruned["strategy constraint (" + e.field + ")"] += 2 * static_cast<int>(zeros.size());
+        continue;
+      }
+      const std::string shape_key = layout_shape_key(layout);
       for (auto [stage, group] : zeros)
         for (bool checkpointing : {false, true}) {
           c.zero = stage;
           c.zero_group = group;
           c.zero_overlap_comm = stage == 0 ? OverlapComm::deepspeed_default : q.job.zero_overlap_comm;  // none at 0
           c.checkpointing = checkpointing;
-          Layout layout;
-          try {
-            layout = make_layout(c, rep.model, s, gpus, per_node);
-          } catch (const InputError& e) {
-            ++pruned["strategy constraint (" + e.field + ")"];
-            continue;
-          }
-          if (!seen.insert(layout_key(layout, c)).second) {
+          if (!seen.insert(layout_key(shape_key, c)).second) {
             ++pruned["same layout as one listed before"];
             continue;
           }
@@ -391,13 +404,17 @@ PlanReport plan(const PlanQuestion& q) {
         if (fresh) by_pattern.emplace_back();
         by_pattern[it->second].push_back(i);
       }
+      const double tb0 = elapsed();
       in_parallel(by_pattern.size(), [&](std::size_t k, int t) {
+        const double tt0 = elapsed();
+        struct Add { double& a; double t0; std::function<double()> e; ~Add() { a += e() - t0; } } add{g_busy_bound, tt0, elapsed};
         for (std::size_t i : by_pattern[k]) {
           PlanCandidate& c = candidates[i];
           c.bound_s = std::max(c.bound_s, step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]));
           c.simulation_bytes = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
         }
       });
+      g_wall_bound += elapsed() - tb0;
       bounded += slice.size();
       for (std::size_t i : slice) refined.insert({candidates[i].bound_s, i});
     }
@@ -420,10 +437,14 @@ PlanReport plan(const PlanQuestion& q) {
     });
     std::vector<double> need(to_simulate.size());
     for (std::size_t k = 0; k < need.size(); ++k) need[k] = candidates[to_simulate[k]].simulation_bytes;
+    const double ts0 = elapsed();
     within_memory(threads, need, r.simulation_memory_bytes, [&](std::size_t k, int t) {
+      const double tt0 = elapsed();
+      struct Add { double& a; double t0; std::function<double()> e; ~Add() { a += e() - t0; } } add{g_busy_sim, tt0, elapsed};
       const PlanCandidate& c = candidates[to_simulate[k]];
       results[to_simulate[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
     });
+    g_wall_sim += elapsed() - ts0;
     for (auto [i, from] : shared) {
       const PlanCandidate& c = candidates[i];
       results[i] = results[from];
@@ -440,9 +461,11 @@ PlanReport plan(const PlanQuestion& q) {
       best_s = std::min(best_s, time);
     }
     simulated_count += todo.size();
+    if (std::getenv("BASP_TRACE_PLAN")) std::fprintf(stderr, "TRACE sims %zu elapsed %.2f best %.4f bounded %zu\n", simulated_count, elapsed(), best_s, bounded);
     if (q.progress) q.progress({decided, order.size(), simulated_count, best_s, elapsed(), bounded});
   }
 
+  if (std::getenv("BASP_TRACE_PLAN")) std::fprintf(stderr, "TRACE bound wall %.2f busy %.2f  sim wall %.2f busy %.2f total %.2f\n", g_wall_bound, g_busy_bound, g_wall_sim, g_busy_sim, elapsed());
   if (simulated_count == 0) {
     double least = std::numeric_limits<double>::infinity();
     for (const PlanCandidate& c : r.not_simulated) least = std::min(least, c.simulation_bytes);

@@ -35,8 +35,10 @@ void check_divides(long divisor, long value, const std::string& flag, const std:
 
 std::vector<std::vector<int>> contiguous(int first, int count, int size) {
   std::vector<std::vector<int>> out(count / size);
-  for (int g = 0; g < count / size; ++g)
+  for (int g = 0; g < count / size; ++g) {
+    out[g].reserve(size);
     for (int i = 0; i < size; ++i) out[g].push_back(first + g * size + i);
+  }
   return out;
 }
 
