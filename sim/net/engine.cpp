@@ -83,7 +83,19 @@ void Engine::reserve(std::size_t tasks, std::size_t flows, std::size_t hops, std
 
 void Engine::make_ready(TaskId t, double now) {
   ready_[t] = now;
-  pending_[now + duration_[t]].push_back(t);
+  const double at = now + duration_[t];
+  auto it = pending_.lower_bound(at);
+  if (it == pending_.end() || it->first != at) {
+    if (spare_buckets_.empty()) {
+      it = pending_.emplace_hint(it, at, BigVector<TaskId>{});
+    } else {
+      auto node = std::move(spare_buckets_.back());
+      spare_buckets_.pop_back();
+      node.key() = at;
+      it = pending_.insert(it, std::move(node));
+    }
+  }
+  it->second.push_back(t);
 }
 
 void Engine::finish(TaskId t, double now) {
@@ -204,8 +216,10 @@ RunStats Engine::run() {
     // Pending starts and delay ends of this batch, including those made ready by it: one time
     // bucket at a time, each in task-id order.
     while (!pending_.empty() && pending_.begin()->first <= now + tol) {
-      bucket_.swap(pending_.begin()->second);
-      pending_.erase(pending_.begin());
+      auto node = pending_.extract(pending_.begin());
+      bucket_.swap(node.mapped());  // bucket_ was empty: the node keeps its capacity for a later time
+      if (node.mapped().capacity() > 1024) BigVector<TaskId>().swap(node.mapped());  // spares stay small
+      spare_buckets_.push_back(std::move(node));
       std::sort(bucket_.begin(), bucket_.end());
       for (const TaskId t : bucket_) {
         if (kind_[t] == Kind::flow && bytes_[flow_of_[t]] > 0.0) {

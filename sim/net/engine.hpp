@@ -122,6 +122,9 @@ class Engine {
   // once with few distinct times, which a bucket handles far faster than a heap of tasks.
   std::map<double, BigVector<TaskId>> pending_;
   BigVector<TaskId> bucket_;
+  // Buckets of past times, empty but with their capacity: a new time takes one instead of a fresh
+  // map node and array (a step makes a bucket per event time, over a million of them).
+  std::vector<std::map<double, BigVector<TaskId>>::node_type> spare_buckets_;
   MaxMinSolver solver_;
   std::vector<int> watched_;
   std::vector<double> watched_load_;
