@@ -20,12 +20,9 @@
 #include <set>
 #include <sstream>
 #include <thread>
-#include <cstdio>
-#include <cstdlib>
 
 namespace basp {
 namespace {
-double g_wall_bound=0,g_busy_bound=0,g_wall_sim=0,g_busy_sim=0;
 
 std::vector<long> divisors(long n) {  // ascending; up to sqrt(n) steps, as n may be a huge batch
   std::vector<long> low, high;
@@ -404,17 +401,13 @@ PlanReport plan(const PlanQuestion& q) {
         if (fresh) by_pattern.emplace_back();
         by_pattern[it->second].push_back(i);
       }
-      const double tb0 = elapsed();
       in_parallel(by_pattern.size(), [&](std::size_t k, int t) {
-        const double tt0 = elapsed();
-        struct Add { double& a; double t0; std::function<double()> e; ~Add() { a += e() - t0; } } add{g_busy_bound, tt0, elapsed};
         for (std::size_t i : by_pattern[k]) {
           PlanCandidate& c = candidates[i];
           c.bound_s = std::max(c.bound_s, step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]));
           c.simulation_bytes = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
         }
       });
-      g_wall_bound += elapsed() - tb0;
       bounded += slice.size();
       for (std::size_t i : slice) refined.insert({candidates[i].bound_s, i});
     }
@@ -437,14 +430,10 @@ PlanReport plan(const PlanQuestion& q) {
     });
     std::vector<double> need(to_simulate.size());
     for (std::size_t k = 0; k < need.size(); ++k) need[k] = candidates[to_simulate[k]].simulation_bytes;
-    const double ts0 = elapsed();
     within_memory(threads, need, r.simulation_memory_bytes, [&](std::size_t k, int t) {
-      const double tt0 = elapsed();
-      struct Add { double& a; double t0; std::function<double()> e; ~Add() { a += e() - t0; } } add{g_busy_sim, tt0, elapsed};
       const PlanCandidate& c = candidates[to_simulate[k]];
       results[to_simulate[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
     });
-    g_wall_sim += elapsed() - ts0;
     for (auto [i, from] : shared) {
       const PlanCandidate& c = candidates[i];
       results[i] = results[from];
@@ -461,11 +450,9 @@ PlanReport plan(const PlanQuestion& q) {
       best_s = std::min(best_s, time);
     }
     simulated_count += todo.size();
-    if (std::getenv("BASP_TRACE_PLAN")) std::fprintf(stderr, "TRACE sims %zu elapsed %.2f best %.4f bounded %zu\n", simulated_count, elapsed(), best_s, bounded);
     if (q.progress) q.progress({decided, order.size(), simulated_count, best_s, elapsed(), bounded});
   }
 
-  if (std::getenv("BASP_TRACE_PLAN")) std::fprintf(stderr, "TRACE bound wall %.2f busy %.2f  sim wall %.2f busy %.2f total %.2f\n", g_wall_bound, g_busy_bound, g_wall_sim, g_busy_sim, elapsed());
   if (simulated_count == 0) {
     double least = std::numeric_limits<double>::infinity();
     for (const PlanCandidate& c : r.not_simulated) least = std::min(least, c.simulation_bytes);
