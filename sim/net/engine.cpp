@@ -220,7 +220,7 @@ RunStats Engine::run() {
       bucket_.swap(node.mapped());  // bucket_ was empty: the node keeps its capacity for a later time
       if (node.mapped().capacity() > 1024) BigVector<TaskId>().swap(node.mapped());  // spares stay small
       spare_buckets_.push_back(std::move(node));
-      std::sort(bucket_.begin(), bucket_.end());
+      if (!std::is_sorted(bucket_.begin(), bucket_.end())) std::sort(bucket_.begin(), bucket_.end());
       for (const TaskId t : bucket_) {
         if (kind_[t] == Kind::flow && bytes_[flow_of_[t]] > 0.0) {
           ++stats_.events;
@@ -266,8 +266,10 @@ void Engine::index_successors() {
   }
   for (std::size_t t = 0; t < tasks; ++t) succ_begin_[t + 1] += succ_begin_[t];
   succ_.resize(deps_.size());
-  std::vector<std::uint32_t> cursor(succ_begin_.begin(), succ_begin_.end() - 1);
-  for (auto [on, task] : deps_) succ_[cursor[on]++] = task;
+  // Each task's start serves as its cursor, which leaves it at the next task's start; shifted back after.
+  for (auto [on, task] : deps_) succ_[succ_begin_[on]++] = task;
+  for (std::size_t t = tasks; t > 0; --t) succ_begin_[t] = succ_begin_[t - 1];
+  succ_begin_[0] = 0;
 }
 
 double Engine::longest_path_s() {
