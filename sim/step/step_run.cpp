@@ -558,6 +558,12 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
       if (it != patterns_.begin()) std::rotate(patterns_.begin(), it, std::next(it));
       return found(patterns_.front());
     }
+  // A topology's call lines are kept for all its patterns while they hold at most kept_bytes;
+  // past that, new patterns start a fresh store (the older patterns keep theirs while they last).
+  auto store = [&](std::shared_ptr<TransferLineStore>& lines) {
+    if (lines->bytes() > kept_bytes) lines = std::make_shared<TransferLineStore>();
+    return std::make_unique<CallBounds>(lines);
+  };
   Pattern p{mode, ranks, parts, {}, nullptr, {}, nullptr};
   std::optional<PartPlan> plan;
   if (parts && mode != EngineMode::full && cluster.skeleton() && ranks == cluster.gpus())
@@ -565,11 +571,11 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
   if (plan) {
     p.part = part_holding(cluster, plan->nodes);
     p.choice = fold_on_part(std::move(plan->on_skeleton), *cluster.skeleton(), *p.part);
-    for (const Part& held : parts_)
-      if (held.topo == p.part) p.bounds = std::make_unique<CallBounds>(held.lines);
+    for (Part& part : parts_)
+      if (part.topo == p.part) p.bounds = store(part.lines);
   } else {
     p.choice = choose_fold(mode, cluster.whole(), ranks, traffic, &moves);
-    p.bounds = std::make_unique<CallBounds>(whole_lines_);
+    p.bounds = store(whole_lines_);
   }
   for (const TrafficGroups& t : traffic) p.traffic.push_back({t.traffic, *t.groups});
   patterns_.push_front(std::move(p));
