@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace basp {
 
@@ -11,6 +12,15 @@ inline std::uint64_t splitmix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+// `h` carried through a partition's groups, each group's size then its members in order.
+inline std::uint64_t splitmix64_groups(std::uint64_t h, const std::vector<std::vector<int>>& groups) {
+  for (const std::vector<int>& g : groups) {
+    h = splitmix64(h ^ g.size());
+    for (int r : g) h = splitmix64(h ^ static_cast<std::uint64_t>(r));
+  }
+  return h;
 }
 
 }  // namespace basp

@@ -100,15 +100,6 @@ bool is_ring_op(CollectiveOp op) {
   return op == CollectiveOp::allgather || op == CollectiveOp::reducescatter || op == CollectiveOp::allreduce;
 }
 
-std::uint64_t groups_hash(const std::vector<std::vector<int>>& groups) {
-  std::uint64_t h = splitmix64(groups.size());
-  for (const auto& g : groups) {
-    h = splitmix64(h ^ g.size());
-    for (int r : g) h = splitmix64(h ^ static_cast<std::uint64_t>(r));
-  }
-  return h;
-}
-
 }  // namespace
 
 double TransferLines::at(double size_bytes) const {
@@ -135,7 +126,7 @@ std::vector<double> call_transfer_bounds(Router& router, const Topology& topo, c
 
 int TransferLineStore::groups_id(const GroupSet& set) {
   const auto& groups = set.groups();
-  const std::uint64_t h = groups_hash(groups);
+  const std::uint64_t h = splitmix64_groups(splitmix64(groups.size()), groups);
   for (auto [it, end] = by_hash_.equal_range(h); it != end; ++it)
     if (groups_[it->second] == groups) return it->second;
   const int id = static_cast<int>(groups_.size());

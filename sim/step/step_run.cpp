@@ -483,13 +483,8 @@ std::uint64_t traffic_pattern_hash(const StepSetup& setup, const StepConfig& con
   const Layout layout = make_layout(c, setup.report.model, strategy, c.gpus, setup.report.cluster->sample().gpus_per_node);
   const ZeroGroups groups = zero_groups(c.gpus, zero_plan(c));
   std::uint64_t h = splitmix64(static_cast<std::uint64_t>(c.gpus));
-  for (const TrafficGroups& t : step_traffic(layout, groups)) {
-    h = splitmix64(h ^ static_cast<std::uint64_t>(t.traffic));
-    for (const std::vector<int>& g : *t.groups) {
-      h = splitmix64(h ^ g.size());
-      for (int r : g) h = splitmix64(h ^ static_cast<std::uint64_t>(r));
-    }
-  }
+  for (const TrafficGroups& t : step_traffic(layout, groups))
+    h = splitmix64_groups(splitmix64(h ^ static_cast<std::uint64_t>(t.traffic)), *t.groups);
   return h;
 }
 
