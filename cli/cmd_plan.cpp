@@ -189,6 +189,7 @@ PlanQuestion question_of(const PlanArgs& a) {
   }
   q.threads = a.threads;
   q.exhaustive = a.exhaustive;
+  q.ranked = a.top;
   q.front_within = a.front_within;
   check_front_within(q.front_within);
   a.zero_options.apply(q.job);
@@ -220,7 +221,8 @@ int run_plan(const PlanArgs& a) {
                    {"gpu", rep.gpu_kind}, {"model", rep.model.name}, {"seq", q.job.seq},
                    {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
                    {"calibration", rep.config.calibration}, {"strategies", a.strategies},
-                   {"front_within", std::isfinite(r.front_limit_s) ? q.front_within : 0.0}};
+                   {"front_within", std::isfinite(r.front_limit_s) ? q.front_within : 0.0},
+                   {"top", q.ranked}};
     for (const ZeroSetting& z : zero_settings) j["config"][std::string(z.json)] = q.job.*z.field;
     j["config"]["zero_overlap_comm"] = a.zero_options.overlap_comm;
     j["enumerated"] = r.enumerated;
@@ -291,6 +293,10 @@ int run_plan(const PlanArgs& a) {
                 100 * p.result.a2a_share, format_bytes(p.result.memory.total()).c_str(), speedup);
   };
   for (int i = 0; i < shown; ++i) row(r.plans[i], i + 1);
+  if (shown < int(r.plans.size()))
+    std::printf("# ranks 1-%d are exactly the %d fastest layouts that fit (--top); %zu more plans were simulated\n"
+                "# to settle the bests per strategy and the Pareto front (--json lists them; their ranks may skip layouts)\n",
+                shown, shown, r.plans.size() - std::size_t(shown));
   std::printf("#\n# best per strategy\n");
   for (Strategy s : q.strategies)
     for (std::size_t i = 0; i < r.plans.size(); ++i)
@@ -354,7 +360,9 @@ void add_plan_command(CLI::App& app, Chosen& chosen) {
       ->delimiter(',')->check(CLI::IsMember({"ulysses", "basp", "sp-dp", "ring", "usp"}))->capture_default_str();
   sub->add_option("--calibration", a->calibration,
                   "Calibration name or file (default: the topology's own; 'none': documented defaults)");
-  sub->add_option("--top", a->top, "Plans shown in the table (JSON and CSV list all)")
+  sub->add_option("--top", a->top,
+                  "Plans ranked exactly and shown in the table: the first TOP are the TOP fastest layouts that fit "
+                  "(JSON and CSV list every simulated plan)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   sub->add_option("--threads", a->threads, "Configurations simulated at once (0 = every core)")
       ->check(CLI::Range(0, 1024))->capture_default_str();

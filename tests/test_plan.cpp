@@ -231,6 +231,46 @@ TEST_CASE("plan: limiting the Pareto front to 1.02x the best keeps the best, the
   CHECK(one.pruned == limited.pruned);
 }
 
+// System: the small question searched exhaustively, and pruned with `ranked` (--top) 1 and 16,
+// with the Pareto front limited to 1.02x the best (the rule that leaves out most). Expectations: with
+// 16, the first 16 plans are the exhaustive search's first 16, layouts and figures equal to the
+// bit, though fewer layouts are simulated than exhaustively; with 1 the search leaves out more and
+// its first 16 differ (the rule is what keeps them); one thread gives the same.
+TEST_CASE("plan: --top K ranks exactly the K fastest layouts") {
+  PlanQuestion q = small_question();
+  q.exhaustive = true;
+  const PlanReport all = plan(q);
+  q.exhaustive = false;
+  q.front_within = 1.02;
+  constexpr int k = 16;
+  q.ranked = k;
+  const PlanReport top = plan(q);
+  q.ranked = 1;
+  const PlanReport best_only = plan(q);
+  REQUIRE(all.plans.size() > 2 * k);
+  REQUIRE(top.plans.size() >= std::size_t(k));
+  CHECK(top.plans.size() < all.plans.size());
+  for (int i = 0; i < k; ++i) {
+    CAPTURE(i);
+    CHECK(shape(top.plans[i].candidate) == shape(all.plans[i].candidate));
+    CHECK(top.plans[i].global_batch_s == all.plans[i].global_batch_s);
+    CHECK(top.plans[i].result.tokens_per_s == all.plans[i].result.tokens_per_s);
+  }
+  CHECK(best_only.plans.size() < top.plans.size());
+  bool differs = best_only.plans.size() < std::size_t(k);
+  for (int i = 0; !differs && i < k; ++i) differs = shape(best_only.plans[i].candidate) != shape(all.plans[i].candidate);
+  CHECK(differs);
+  q.ranked = k;
+  q.threads = 1;
+  const PlanReport one = plan(q);
+  REQUIRE(one.plans.size() == top.plans.size());
+  for (std::size_t i = 0; i < one.plans.size(); ++i) {
+    CHECK(shape(one.plans[i].candidate) == shape(top.plans[i].candidate));
+    CHECK(one.plans[i].global_batch_s == top.plans[i].global_batch_s);
+  }
+  CHECK(one.pruned == top.pruned);
+}
+
 // System: every candidate of the small question, its bound worked out by one cache that saw all
 // the layouts before it (in order, then in reverse) and by a fresh cache. Expectations: equal to
 // the last bit: the call bounds a pattern keeps are those a fresh derivation gives.
@@ -338,6 +378,7 @@ TEST_CASE("plan: --json ranks plans and simulate_args reproduces the best one ex
   const auto j = nlohmann::json::parse(r.out);
   for (const char* key : {"config", "enumerated", "evaluated", "pruned", "feasible", "wall_s", "plans"})
     CHECK(j.contains(key));
+  CHECK(j["config"]["top"] == 10);  // the default --top: the depth ranked exactly
   const auto& plans = j["plans"];
   REQUIRE(plans.size() == j["evaluated"].get<std::size_t>());
   for (std::size_t i = 1; i < plans.size(); ++i)

@@ -17,6 +17,7 @@
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <queue>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -324,8 +325,13 @@ PlanReport plan(const PlanQuestion& q) {
   // no slower than the layout's bound: it can then be neither its strategy's best (the speedups'
   // baseline, for Ulysses) nor on the Pareto front of throughput against memory.
   std::map<Strategy, std::vector<std::pair<double, double>>> simulated_by;  // (memory, time per batch)
+  // The `ranked` fastest simulated times (a max-heap): a layout whose bound is above the last of
+  // them cannot be among the `ranked` fastest, which are then all simulated.
+  std::priority_queue<double> fastest;
+  const std::size_t ranked = std::size_t(std::max(1, q.ranked));
+  auto outranked = [&](const PlanCandidate& c) { return fastest.size() == ranked && fastest.top() < c.bound_s; };
   auto dominated = [&](const PlanCandidate& c) {
-    if (q.exhaustive) return false;
+    if (q.exhaustive || !outranked(c)) return false;
     for (auto [memory, time] : simulated_by[c.strategy])
       if (memory <= c.memory_bytes && time <= c.bound_s) return true;
     return false;
@@ -336,7 +342,7 @@ PlanReport plan(const PlanQuestion& q) {
   // nor its strategy's best, nor on the Pareto front (which covers plans within that factor).
   const bool front_limited = !q.exhaustive && q.front_within > 0 && std::isfinite(q.front_within);
   auto beyond_front = [&](const PlanCandidate& c) {
-    if (!front_limited || !(c.bound_s > q.front_within * best_s)) return false;
+    if (!front_limited || !(c.bound_s > q.front_within * best_s) || !outranked(c)) return false;
     for (auto [memory, time] : simulated_by[c.strategy])
       if (time < c.bound_s) return true;  // strictly: a tie could be its strategy's best
     return false;
@@ -448,6 +454,8 @@ PlanReport plan(const PlanQuestion& q) {
       const double time = results[i].global_batch_s;
       simulated_by[candidates[i].strategy].push_back({candidates[i].memory_bytes, time});
       best_s = std::min(best_s, time);
+      if (fastest.size() < ranked) fastest.push(time);
+      else if (time < fastest.top()) fastest.pop(), fastest.push(time);
     }
     simulated_count += todo.size();
     if (q.progress) q.progress({decided, order.size(), simulated_count, best_s, elapsed(), bounded});

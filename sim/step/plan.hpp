@@ -38,6 +38,9 @@ struct PlanQuestion {
   // a layout whose bound is beyond it is not simulated once a plan of its strategy is faster than
   // that bound (it can then be neither the best nor its strategy's best). 0: no limit.
   double front_within = 2.0;
+  // The first `ranked` plans of the report are exactly the `ranked` fastest layouts: a lower bound
+  // leaves a layout out only once this many simulated plans are faster than it (`--top`).
+  int ranked = 1;
   std::function<void(const PlanProgress&)> progress;  // called from the calling thread
 };
 
