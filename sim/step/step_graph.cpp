@@ -512,12 +512,16 @@ double a2a_wait_s(const Engine& engine, const StepTasks& tasks, const Layout& la
     for (const Span& s : tasks.spans[c])
       if (s.label >= Label::a2a_q && s.label <= Label::a2a_dv) entry[c].push_back(engine.ready_time(s.first));
   double total = 0.0;
-  for (const auto& group : layout.a2a_groups)
+  std::vector<const std::vector<double>*> member;  // each group member's class entries
+  for (const auto& group : layout.a2a_groups) {
+    member.clear();
+    for (int r : group) member.push_back(&entry[fold.rank_class(r)]);
     for (std::size_t k = 0; k < entry[0].size(); ++k) {
       double latest = 0.0;
-      for (int r : group) latest = std::max(latest, entry[fold.rank_class(r)][k]);
-      for (int r : group) total += latest - entry[fold.rank_class(r)][k];
+      for (const std::vector<double>* m : member) latest = std::max(latest, (*m)[k]);
+      for (const std::vector<double>* m : member) total += latest - (*m)[k];
     }
+  }
   return total / layout.ranks;
 }
 
