@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <unordered_map>
 #include <vector>
 
 #if defined(__linux__)
@@ -37,13 +38,19 @@ class HugeBlockPool {
     if (it == blocks_.end() || it->first > 2 * bytes) return nullptr;
     void* p = it->second;
     kept_ -= it->first;
+    if (it->first > bytes) larger_[p] = it->first;
     blocks_.erase(it);
     return p;
   }
-  // `bytes`: what the block was asked for (it may be larger, up to twice that).
+  // `bytes`: what the block was asked for; a block taken for less is kept at its own size, so
+  // that kept blocks do not shrink to the smallest request each served.
   void give(void* p, std::size_t bytes) {
-    if (bytes > kept_limit) return std::free(p);
     std::lock_guard<std::mutex> hold(lock_);
+    if (auto it = larger_.find(p); it != larger_.end()) {
+      bytes = it->second;
+      larger_.erase(it);
+    }
+    if (bytes > kept_limit) return std::free(p);
     while (kept_ + bytes > kept_limit) {
       auto last = std::prev(blocks_.end());
       kept_ -= last->first;
@@ -65,6 +72,7 @@ class HugeBlockPool {
   }
   std::mutex lock_;
   std::multimap<std::size_t, void*> blocks_;  // by size
+  std::unordered_map<void*, std::size_t> larger_;  // blocks lent for less than their size
   std::size_t kept_ = 0;
 };
 
