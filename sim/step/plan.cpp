@@ -9,6 +9,7 @@
 #include "units.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -162,13 +163,18 @@ double max_gpu_out_Bps(const Topology& topo) {
 
 // Runs job(k, thread) for every k on `threads` threads, each job once the estimates of those
 // running leave room for its own `need` within `budget` (or none runs): the first such job in
-// order. Rethrows the first error in k order once all have run.
+// order. A thread left with no job to start while others still run calls idle(thread), one
+// small piece of work at a time, until it returns false or none runs. Rethrows the first error in
+// k order once all have run (an error of `idle` at once).
 void within_memory(int threads, const std::vector<double>& need, double budget,
-                   const std::function<void(std::size_t, int)>& job) {
+                   const std::function<void(std::size_t, int)>& job,
+                   const std::function<bool(int)>& idle = nullptr) {
   const std::size_t count = need.size();
   std::vector<std::exception_ptr> errors(count);
   std::vector<char> started(count, 0);
-  std::size_t waiting = count;
+  std::size_t waiting = count, running = 0;
+  bool idle_done = !idle;
+  std::exception_ptr idle_error;
   double in_use = 0;  // sums of the estimates: whole bytes, so it returns to 0 exactly
   std::mutex lock;
   std::condition_variable freed;
@@ -178,15 +184,33 @@ void within_memory(int threads, const std::vector<double>& need, double budget,
       {
         std::unique_lock<std::mutex> hold(lock);
         for (;;) {
-          if (waiting == 0) return;
+          if (waiting == 0 && (running == 0 || idle_done)) return;
+          if (waiting == 0) break;
           for (std::size_t j = 0; j < count && k == count; ++j)
             if (!started[j] && (in_use == 0 || in_use + std::ceil(need[j]) <= budget)) k = j;
           if (k < count) break;
           freed.wait(hold);
         }
-        started[k] = 1;
-        --waiting;
-        in_use += std::ceil(need[k]);
+        if (k < count) {
+          started[k] = 1;
+          --waiting;
+          ++running;
+          in_use += std::ceil(need[k]);
+        }
+      }
+      if (k == count) {  // every job has started, some still run: meanwhile, the idle work
+        bool more = false;
+        try {
+          more = idle(t);
+        } catch (...) {
+          std::lock_guard<std::mutex> hold(lock);
+          if (!idle_error) idle_error = std::current_exception();
+        }
+        if (!more) {
+          std::lock_guard<std::mutex> hold(lock);
+          idle_done = true;
+        }
+        continue;
       }
       try {
         job(k, t);
@@ -196,14 +220,17 @@ void within_memory(int threads, const std::vector<double>& need, double budget,
       {
         std::lock_guard<std::mutex> hold(lock);
         in_use -= std::ceil(need[k]);
+        --running;
       }
       freed.notify_all();
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < std::min<int>(threads, int(count)); ++t) pool.emplace_back(work, t);
+  const int spawned = idle ? threads : std::min<int>(threads, int(count));
+  for (int t = 1; t < spawned; ++t) pool.emplace_back(work, t);
   work(0);
   for (std::thread& t : pool) t.join();
+  if (idle_error) std::rethrow_exception(idle_error);
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
 }
@@ -302,9 +329,6 @@ PlanReport plan(const PlanQuestion& q) {
       q.simulation_memory_bytes > 0 ? q.simulation_memory_bytes : host_memory_budget_bytes();
   const int threads = std::max(1, q.threads > 0 ? q.threads : int(std::thread::hardware_concurrency()));
   std::vector<RunCache> caches(threads);
-  auto in_parallel = [&](std::size_t count, const std::function<void(std::size_t, int)>& job) {
-    within_memory(threads, std::vector<double>(count, 0.0), std::numeric_limits<double>::infinity(), job);
-  };
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
 
   // Layouts are simulated by ascending bound, in batches of a fixed size, in parallel within a
@@ -362,6 +386,34 @@ PlanReport plan(const PlanQuestion& q) {
   };
   std::map<std::string, std::size_t> simulated_graph;  // step graph -> the layout simulated for it
   std::size_t next = 0;                               // in `order`: the first layout not yet refined
+  // A thread with nothing left in a parallel phase works out the critical-path bounds of the
+  // layouts next in line ahead of time. A bound is the same whatever cache or thread works it out
+  // (a test checks), so this changes no output; it only uses time that was idle. A layout left
+  // out before its turn had its bound worked out for nothing.
+  std::vector<char> bounded_ahead(candidates.size(), 0);
+  std::vector<double> bound_ahead(candidates.size()), bytes_ahead(candidates.size());
+  std::vector<std::size_t> ahead;  // the layouts next in line whose bounds are not worked out yet
+  std::atomic<std::size_t> ahead_taken{0};
+  auto line_up_ahead = [&] {
+    ahead.clear();
+    for (std::size_t j = next; j < order.size() && ahead.size() < 2 * batch; ++j)
+      if (!bounded_ahead[order[j]]) ahead.push_back(order[j]);
+    ahead_taken = 0;
+  };
+  auto bound_one_ahead = [&](int t) {
+    const std::size_t k = ahead_taken++;
+    if (k >= ahead.size()) return false;
+    const PlanCandidate& c = candidates[ahead[k]];
+    try {
+      bound_ahead[ahead[k]] = step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]);
+      bytes_ahead[ahead[k]] = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
+      bounded_ahead[ahead[k]] = 1;
+    } catch (...) {
+      // Left for its turn, which reports the error where the search would have met it anyway
+      // (or never, if the layout is left out first).
+    }
+    return true;
+  };
   while (next < order.size() || !refined.empty()) {
     std::vector<std::size_t> todo;
     while (todo.size() < batch && (next < order.size() || !refined.empty())) {
@@ -407,13 +459,19 @@ PlanReport plan(const PlanQuestion& q) {
         if (fresh) by_pattern.emplace_back();
         by_pattern[it->second].push_back(i);
       }
-      in_parallel(by_pattern.size(), [&](std::size_t k, int t) {
-        for (std::size_t i : by_pattern[k]) {
-          PlanCandidate& c = candidates[i];
-          c.bound_s = std::max(c.bound_s, step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]));
-          c.simulation_bytes = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
-        }
-      });
+      line_up_ahead();
+      within_memory(
+          threads, std::vector<double>(by_pattern.size(), 0.0), std::numeric_limits<double>::infinity(),
+          [&](std::size_t k, int t) {
+            for (std::size_t i : by_pattern[k]) {
+              PlanCandidate& c = candidates[i];
+              const bool done = bounded_ahead[i];
+              c.bound_s = std::max(c.bound_s, done ? bound_ahead[i]
+                                                   : step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]));
+              c.simulation_bytes = done ? bytes_ahead[i] : simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
+            }
+          },
+          bound_one_ahead);
       bounded += slice.size();
       for (std::size_t i : slice) refined.insert({candidates[i].bound_s, i});
     }
@@ -436,10 +494,14 @@ PlanReport plan(const PlanQuestion& q) {
     });
     std::vector<double> need(to_simulate.size());
     for (std::size_t k = 0; k < need.size(); ++k) need[k] = candidates[to_simulate[k]].simulation_bytes;
-    within_memory(threads, need, r.simulation_memory_bytes, [&](std::size_t k, int t) {
-      const PlanCandidate& c = candidates[to_simulate[k]];
-      results[to_simulate[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
-    });
+    line_up_ahead();
+    within_memory(
+        threads, need, r.simulation_memory_bytes,
+        [&](std::size_t k, int t) {
+          const PlanCandidate& c = candidates[to_simulate[k]];
+          results[to_simulate[k]] = simulate_strategy(r.setup, c.config, c.strategy, caches[t]);
+        },
+        bound_one_ahead);
     for (auto [i, from] : shared) {
       const PlanCandidate& c = candidates[i];
       results[i] = results[from];
