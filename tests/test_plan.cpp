@@ -45,6 +45,16 @@ const Plan* best_of(const PlanReport& r, Strategy s) {
   return nullptr;
 }
 
+// Two searches left out the same layouts and ranked the same plans with the same times.
+void check_same_search(const PlanReport& a, const PlanReport& b) {
+  REQUIRE(a.plans.size() == b.plans.size());
+  for (std::size_t i = 0; i < a.plans.size(); ++i) {
+    CHECK(shape(a.plans[i].candidate) == shape(b.plans[i].candidate));
+    CHECK(a.plans[i].global_batch_s == b.plans[i].global_batch_s);
+  }
+  CHECK(a.pruned == b.pruned);
+}
+
 }  // namespace
 
 // System: 16 GPUs, all five strategies. Expectations: every candidate is a valid layout that
@@ -222,13 +232,7 @@ TEST_CASE("plan: limiting the Pareto front to 1.02x the best keeps the best, the
   CHECK(front_all.size() < pareto_front(all.plans).size());
   // One thread leaves out and ranks the same.
   q.threads = 1;
-  const PlanReport one = plan(q);
-  REQUIRE(one.plans.size() == limited.plans.size());
-  for (std::size_t i = 0; i < one.plans.size(); ++i) {
-    CHECK(shape(one.plans[i].candidate) == shape(limited.plans[i].candidate));
-    CHECK(one.plans[i].global_batch_s == limited.plans[i].global_batch_s);
-  }
-  CHECK(one.pruned == limited.pruned);
+  check_same_search(plan(q), limited);
 }
 
 // System: the small question searched exhaustively, and pruned with `ranked` (--top) 1 and 16,
@@ -262,13 +266,7 @@ TEST_CASE("plan: --top K ranks exactly the K fastest layouts") {
   CHECK(differs);
   q.ranked = k;
   q.threads = 1;
-  const PlanReport one = plan(q);
-  REQUIRE(one.plans.size() == top.plans.size());
-  for (std::size_t i = 0; i < one.plans.size(); ++i) {
-    CHECK(shape(one.plans[i].candidate) == shape(top.plans[i].candidate));
-    CHECK(one.plans[i].global_batch_s == top.plans[i].global_batch_s);
-  }
-  CHECK(one.pruned == top.pruned);
+  check_same_search(plan(q), top);
 }
 
 // System: every candidate of the small question, its bound worked out by one cache that saw all

@@ -390,24 +390,29 @@ PlanReport plan(const PlanQuestion& q) {
   // layouts next in line ahead of time. A bound is the same whatever cache or thread works it out
   // (a test checks), so this changes no output; it only uses time that was idle. A layout left
   // out before its turn had its bound worked out for nothing.
-  std::vector<char> bounded_ahead(candidates.size(), 0);
-  std::vector<double> bound_ahead(candidates.size()), bytes_ahead(candidates.size());
+  // Each layout's critical-path bound and simulation memory estimate, once worked out (ahead of
+  // its turn, or in it).
+  std::vector<char> worked_out(candidates.size(), 0);
+  std::vector<double> path_bound_s(candidates.size()), estimate_bytes(candidates.size());
   std::vector<std::size_t> ahead;  // the layouts next in line whose bounds are not worked out yet
   std::atomic<std::size_t> ahead_taken{0};
   auto line_up_ahead = [&] {
     ahead.clear();
     for (std::size_t j = next; j < order.size() && ahead.size() < 2 * batch; ++j)
-      if (!bounded_ahead[order[j]]) ahead.push_back(order[j]);
+      if (!worked_out[order[j]]) ahead.push_back(order[j]);
     ahead_taken = 0;
+  };
+  auto work_out_bound = [&](std::size_t i, int t) {
+    const PlanCandidate& c = candidates[i];
+    path_bound_s[i] = step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]);
+    estimate_bytes[i] = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
+    worked_out[i] = 1;
   };
   auto bound_one_ahead = [&](int t) {
     const std::size_t k = ahead_taken++;
     if (k >= ahead.size()) return false;
-    const PlanCandidate& c = candidates[ahead[k]];
     try {
-      bound_ahead[ahead[k]] = step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]);
-      bytes_ahead[ahead[k]] = simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
-      bounded_ahead[ahead[k]] = 1;
+      work_out_bound(ahead[k], t);
     } catch (...) {
       // Left for its turn, which reports the error where the search would have met it anyway
       // (or never, if the layout is left out first).
@@ -464,11 +469,9 @@ PlanReport plan(const PlanQuestion& q) {
           threads, std::vector<double>(by_pattern.size(), 0.0), std::numeric_limits<double>::infinity(),
           [&](std::size_t k, int t) {
             for (std::size_t i : by_pattern[k]) {
-              PlanCandidate& c = candidates[i];
-              const bool done = bounded_ahead[i];
-              c.bound_s = std::max(c.bound_s, done ? bound_ahead[i]
-                                                   : step_lower_bound_s(r.setup, c.config, c.strategy, caches[t]));
-              c.simulation_bytes = done ? bytes_ahead[i] : simulation_memory_bytes(r.setup, c.config, c.strategy, caches[t]);
+              if (!worked_out[i]) work_out_bound(i, t);
+              candidates[i].bound_s = std::max(candidates[i].bound_s, path_bound_s[i]);
+              candidates[i].simulation_bytes = estimate_bytes[i];
             }
           },
           bound_one_ahead);
