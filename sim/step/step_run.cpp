@@ -67,11 +67,20 @@ struct StrategyGraph {
   RunCache::Network net;
 };
 
-StrategyGraph strategy_graph(const Run& run, Strategy strategy) {
+// `zero_calls` false: for a graph that issues no ZeRO call (accumulating_zero's), whose fold then
+// need not keep the ZeRO groups (their NCCL rings across nodes forbid most moves): each rank is a
+// shard of its own.
+StrategyGraph strategy_graph(const Run& run, Strategy strategy, bool zero_calls = true) {
   const int ranks = run.config.gpus;
   Layout layout = make_layout(run.config, run.model, strategy, ranks, run.cluster.sample().gpus_per_node);
   StepCosts costs = step_costs(run.cost, layout, run.zero);
-  ZeroGroups groups = zero_groups(ranks, run.zero);
+  ZeroGroups groups;
+  if (zero_calls) {
+    groups = zero_groups(ranks, run.zero);
+  } else {
+    groups.shard.resize(ranks);
+    for (int r = 0; r < ranks; ++r) groups.shard[r] = {r};
+  }
   const EngineMode mode = run.speed ? EngineMode::full : run.config.engine;  // ranks differ
   const RunCache::Network net = run.cache.network(mode, run.cluster, ranks, step_traffic(layout, groups), run.parts);
   return {std::move(layout), costs, std::move(groups), net};
@@ -163,6 +172,26 @@ Engine sized_engine(const Run& run, const StrategyGraph& g, Router& router) {
 StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trace, int run_index) {
   const auto t0 = std::chrono::steady_clock::now();
   const int ranks = run.config.gpus;
+  // The step's layers, from its own fold: the accumulating micro-steps' graph builds as many.
+  const int layers = [&] {
+    const StrategyGraph g = strategy_graph(run, strategy);
+    return layers_to_simulate(run, g.layout, g.net.choice.fold);
+  }();
+  // Under ZeRO-0/1 the micro-steps before the accumulation boundary reduce nothing (ZeroPlan::
+  // reduce_gradients): they are a graph of their own, without ZeRO calls, folded on its own
+  // traffic, run first and gone before the step's is built.
+  std::optional<double> accumulating_s;
+  double accumulating_bytes = 0;
+  if (const std::optional<ZeroPlan> local = accumulating_zero(run)) {
+    const StrategyGraph a = strategy_graph(run, strategy, false);
+    Router& router = run.cache.router(a.net.topo);
+    Engine engine = sized_engine(run, a, router);
+    const StepTasks tasks = build_step(engine, router, a.net.topo, a.net.choice.fold, a.layout, a.costs, run.model,
+                                       run.config.checkpointing, *local, a.groups, layers, nullptr, run.speed);
+    engine.run();
+    accumulating_s = step_times(engine, tasks, run.model.layers, layers).gradients_s;
+    accumulating_bytes = double(engine.memory_bytes());
+  }
   const StrategyGraph g = strategy_graph(run, strategy);
   StrategyResult res;
   res.strategy = strategy;
@@ -172,20 +201,9 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.engine = g.net.choice.use;
   if (run.speed && run.config.engine != EngineMode::full)
     res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
-  res.layers_simulated = layers_to_simulate(run, res.layout, fold);
+  res.layers_simulated = layers;
+  res.engine_bytes = accumulating_bytes;
   Router& router = run.cache.router(g.net.topo);
-  // Under ZeRO-0/1 the micro-steps before the accumulation boundary reduce nothing (ZeroPlan::
-  // reduce_gradients): they are a graph of their own, run first and gone before the step's is built.
-  std::optional<double> accumulating_s;
-  if (const std::optional<ZeroPlan> local = accumulating_zero(run)) {
-    Engine engine = sized_engine(run, g, router);
-    const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
-                                       run.config.checkpointing, *local, g.groups, res.layers_simulated, nullptr,
-                                       run.speed);
-    engine.run();
-    accumulating_s = step_times(engine, tasks, run.model.layers, res.layers_simulated).gradients_s;
-    res.engine_bytes = double(engine.memory_bytes());
-  }
   Engine engine = sized_engine(run, g, router);
   engine.publish_progress(run.options.engine_progress);
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
