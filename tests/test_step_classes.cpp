@@ -121,17 +121,26 @@ TEST_CASE("step classes equal the full engine: ZeRO-1 micro-steps folded without
   // System: 8 DGX H100 nodes, 2 per leaf; SP 32 (4 nodes), ZeRO-1 over each node, 3 micro-steps.
   // The step's replica rings run through all 8 nodes, so its fold may only shift whole leaves; the
   // micro-steps before the boundary issue no ZeRO call and fold on the exchanges alone.
+  // Contiguous groups also recompute (checkpointing); strided ones build a window of 5 layers and
+  // reduce from hooks (overlap_comm).
   // Expectations: both graphs' figures (the accumulating micro-step's time included) equal the
-  // full engine's, for both placements and every strategy with exchanges.
+  // full engine's, for both placements and every strategy.
   for (Placement placement : {Placement::contiguous, Placement::strided}) {
     StepConfig c = job("dgx-h100", {.nodes = 8, .nodes_per_leaf = 2, .spines = 2});
     c.sp = 32;
     c.batch = 4;
+    c.replica_batch = 2;
     c.placement = placement;
     c.zero = 1;
     c.zero_group = 8;
     c.accumulation = 3;
-    c.strategies = {Strategy::ulysses, Strategy::basp, Strategy::ring, Strategy::usp};
+    if (placement == Placement::contiguous) {
+      c.checkpointing = true;
+    } else {
+      c.layers_simulated = 5;
+      c.zero_overlap_comm = OverlapComm::on;
+    }
+    c.strategies = {Strategy::ulysses, Strategy::basp, Strategy::sp_dp, Strategy::ring, Strategy::usp};
     check_same(c);
   }
 }

@@ -92,10 +92,13 @@ struct EngineEstimate {
   double tasks = 0;  // all its tasks (flows, calls, compute): a generous guess, for reserving
   double bytes = 0;  // host memory
 };
-EngineEstimate engine_estimate(const Run& run, const StrategyGraph& g) {
+// `layers_built`: the layers the graph builds where the caller knows them (the accumulating
+// micro-steps build the step's, chosen on its fold); 0: as layers_to_simulate chooses on g's.
+EngineEstimate engine_estimate(const Run& run, const StrategyGraph& g, int layers_built = 0) {
   const RankFold& fold = g.net.choice.fold;
   const Layout& l = g.layout;
-  const double layers = layers_to_simulate(run, l, fold), others = 3;  // embedding, head, optimizer
+  const double layers = layers_built > 0 ? layers_built : layers_to_simulate(run, l, fold);
+  const double others = 3;  // embedding, head, optimizer
   // Flows per layer of the quotient: the exchanges', and the ZeRO calls' NCCL ring edges (a rank's
   // successor in the channel that enters its node plus one edge out of the node per channel: at
   // most 2 per rank per call); the other modules make ZeRO calls only.
@@ -146,8 +149,8 @@ std::optional<ZeroPlan> accumulating_zero(const Run& run) {
   return local;
 }
 
-// An engine on g's fold, its links slowed as asked, with room for g's step graph.
-Engine sized_engine(const Run& run, const StrategyGraph& g, Router& router) {
+// An engine on g's fold, its links slowed as asked, with room for g's step graph of `layers` layers.
+Engine sized_engine(const Run& run, const StrategyGraph& g, Router& router, int layers) {
   std::vector<double> capacities = link_capacities(g.net.topo);
   for (int l : run.slow_links) capacities[l] /= run.config.stragglers.slow_link_factor;
   Engine engine(g.net.choice.fold.quotient_capacities(capacities));
@@ -157,7 +160,7 @@ Engine sized_engine(const Run& run, const StrategyGraph& g, Router& router) {
   // the longest route an all-to-all takes (first to last member of its first group, which a part
   // always holds); where NCCL rings' edges between nodes hold more, the array grows. Dependencies:
   // 4 per flow (both sides' calls), 2 per other task.
-  const EngineEstimate expected = engine_estimate(run, g);
+  const EngineEstimate expected = engine_estimate(run, g, layers);
   std::size_t hops_per_flow = 8;
   for (const TrafficGroups& t : step_traffic(g.layout, g.groups))
     if (t.traffic == GroupTraffic::all_pairs && !t.groups->empty() && t.groups->front().size() > 1)
@@ -185,7 +188,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   if (const std::optional<ZeroPlan> local = accumulating_zero(run)) {
     const StrategyGraph a = strategy_graph(run, strategy, false);
     Router& router = run.cache.router(a.net.topo);
-    Engine engine = sized_engine(run, a, router);
+    Engine engine = sized_engine(run, a, router, layers);
     const StepTasks tasks = build_step(engine, router, a.net.topo, a.net.choice.fold, a.layout, a.costs, run.model,
                                        run.config.checkpointing, *local, a.groups, layers, nullptr, run.speed);
     engine.run();
@@ -204,7 +207,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.layers_simulated = layers;
   res.engine_bytes = accumulating_bytes;
   Router& router = run.cache.router(g.net.topo);
-  Engine engine = sized_engine(run, g, router);
+  Engine engine = sized_engine(run, g, router, layers);
   engine.publish_progress(run.options.engine_progress);
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
                                      run.config.checkpointing, run.zero, g.groups, res.layers_simulated, nullptr,
