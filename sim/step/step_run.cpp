@@ -175,17 +175,16 @@ Engine sized_engine(const Run& run, const StrategyGraph& g, Router& router, int 
 StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trace, int run_index) {
   const auto t0 = std::chrono::steady_clock::now();
   const int ranks = run.config.gpus;
-  // The step's layers, from its own fold: the accumulating micro-steps' graph builds as many.
-  const int layers = [&] {
-    const StrategyGraph g = strategy_graph(run, strategy);
-    return layers_to_simulate(run, g.layout, g.net.choice.fold);
-  }();
+  // The step's layers, chosen on its own fold (the accumulating micro-steps build as many).
+  auto step_layers = [&](const StrategyGraph& g) { return layers_to_simulate(run, g.layout, g.net.choice.fold); };
+  const std::optional<ZeroPlan> local = accumulating_zero(run);
+  const int layers = local ? step_layers(strategy_graph(run, strategy)) : 0;
   // Under ZeRO-0/1 the micro-steps before the accumulation boundary reduce nothing (ZeroPlan::
   // reduce_gradients): they are a graph of their own, without ZeRO calls, folded on its own
   // traffic, run first and gone before the step's is built.
   std::optional<double> accumulating_s;
   double accumulating_bytes = 0;
-  if (const std::optional<ZeroPlan> local = accumulating_zero(run)) {
+  if (local) {
     const StrategyGraph a = strategy_graph(run, strategy, false);
     Router& router = run.cache.router(a.net.topo);
     Engine engine = sized_engine(run, a, router, layers);
@@ -204,10 +203,10 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.engine = g.net.choice.use;
   if (run.speed && run.config.engine != EngineMode::full)
     res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
-  res.layers_simulated = layers;
+  res.layers_simulated = local ? layers : step_layers(g);
   res.engine_bytes = accumulating_bytes;
   Router& router = run.cache.router(g.net.topo);
-  Engine engine = sized_engine(run, g, router, layers);
+  Engine engine = sized_engine(run, g, router, res.layers_simulated);
   engine.publish_progress(run.options.engine_progress);
   const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
                                      run.config.checkpointing, run.zero, g.groups, res.layers_simulated, nullptr,
