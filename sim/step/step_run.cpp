@@ -175,16 +175,16 @@ Engine sized_engine(const Run& run, const StrategyGraph& g, Router& router, int 
 StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trace, int run_index) {
   const auto t0 = std::chrono::steady_clock::now();
   const int ranks = run.config.gpus;
-  // The step's layers, chosen on its own fold (the accumulating micro-steps build as many).
+  // The step's layers, chosen on its own fold; the accumulating micro-steps build as many.
   auto step_layers = [&](const StrategyGraph& g) { return layers_to_simulate(run, g.layout, g.net.choice.fold); };
-  const std::optional<ZeroPlan> local = accumulating_zero(run);
-  const int layers = local ? step_layers(strategy_graph(run, strategy)) : 0;
+  int layers = 0;
   // Under ZeRO-0/1 the micro-steps before the accumulation boundary reduce nothing (ZeroPlan::
   // reduce_gradients): they are a graph of their own, without ZeRO calls, folded on its own
   // traffic, run first and gone before the step's is built.
   std::optional<double> accumulating_s;
   double accumulating_bytes = 0;
-  if (local) {
+  if (const std::optional<ZeroPlan> local = accumulating_zero(run)) {
+    layers = step_layers(strategy_graph(run, strategy));
     const StrategyGraph a = strategy_graph(run, strategy, false);
     Router& router = run.cache.router(a.net.topo);
     Engine engine = sized_engine(run, a, router, layers);
@@ -203,7 +203,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   res.engine = g.net.choice.use;
   if (run.speed && run.config.engine != EngineMode::full)
     res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
-  res.layers_simulated = local ? layers : step_layers(g);
+  res.layers_simulated = layers > 0 ? layers : step_layers(g);
   res.engine_bytes = accumulating_bytes;
   Router& router = run.cache.router(g.net.topo);
   Engine engine = sized_engine(run, g, router, res.layers_simulated);
