@@ -48,13 +48,14 @@ TaskId Engine::add_flow_on(StoredPath path, double bytes, double wait_s, std::ui
   paths_.push_back({path.hop_begin, path.hop_count, multiplicity});
   bytes_.push_back(bytes);
   task_of_.push_back(id);
-  crossings_ += path.hop_count;
   for (std::uint32_t h = path.hop_begin; h < path.hop_begin + path.hop_count; ++h)
     link_bytes_[hops_[h].link] += bytes * hops_[h].share * multiplicity;
   return id;
 }
 
-std::size_t Engine::memory_bytes() const {
+std::size_t Engine::memory_bytes() const { return std::max(built_bytes_, held_bytes()); }
+
+std::size_t Engine::held_bytes() const {
   return capacity_bytes(capacity_, link_bytes_, carried_, kind_, duration_, ready_, finish_, flow_of_, preds_left_,
                         deps_, succ_begin_, succ_, hops_, paths_, bytes_, task_of_, active_paths_, active_,
                         remaining_, rate_, bucket_, watched_, watched_load_, samples_) +
@@ -157,15 +158,11 @@ RunStats Engine::run() {
   ready_.assign(tasks, inf);
   finish_.assign(tasks, inf);
   index_successors();
+  built_bytes_ = held_bytes();  // the most it holds: the successor index is built, deps_ not yet freed
   deps_.clear();
   deps_.shrink_to_fit();
   stats_.flows = paths_.size();
 
-  active_.reserve(paths_.size());
-  active_paths_.reserve(paths_.size());
-  remaining_.reserve(paths_.size());
-  rate_.reserve(paths_.size());
-  solver_.reserve(paths_.size(), crossings_);
   for (TaskId t = 0; t < tasks; ++t)
     if (preds_left_[t] == 0) make_ready(t, 0.0);
   if (progress_) {

@@ -82,8 +82,9 @@ class Engine {
   const std::vector<double>& link_bytes() const { return link_bytes_; }
   std::size_t task_count() const { return kind_.size(); }
   const std::vector<LinkSample>& link_samples() const { return samples_; }
-  // Host memory its arrays hold (capacities, solver included); the pending-event buckets, which
-  // hold at most a task id per task at once, are not counted.
+  // Host memory its arrays held at most (capacities, solver included): after run(), the larger of
+  // what they held once the graph was indexed and what they hold at the end. The pending-event
+  // buckets, which hold at most a task id per task at once, are not counted.
   std::size_t memory_bytes() const;
 
  private:
@@ -93,6 +94,7 @@ class Engine {
   void finish(TaskId t, double now);
   void solve_rates(bool added, double min_removed_rate);
   void check_invariants() const;
+  std::size_t held_bytes() const;  // the arrays' capacities now
   void sample_watched(double now);
   void carry(const FlowPath& f, double bytes);  // invariant checks: bytes moved over f's links
 
@@ -110,7 +112,6 @@ class Engine {
   BigVector<TaskId> succ_;
   // Per flow.
   BigVector<Hop> hops_;
-  std::size_t crossings_ = 0;  // hops over all flows (a stored path's once per flow)
   BigVector<FlowPath> paths_;
   BigVector<double> bytes_;
   BigVector<TaskId> task_of_;
@@ -133,6 +134,7 @@ class Engine {
   std::uint64_t finished_tasks_ = 0;
   EngineProgress* progress_ = nullptr;
   bool ran_ = false;
+  std::size_t built_bytes_ = 0;  // held_bytes() once run() indexed the graph
   std::uint64_t serial_;
 };
 

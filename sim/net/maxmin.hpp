@@ -16,7 +16,8 @@
 // the flows at or above r (solve_from), which makes the many small completion events cheap.
 //
 // Cost per solve: O(crossings of the refilled flows + touched links · rounds), rounds past the first
-// few O(log links) each; no allocation once reserved.
+// few O(log links) each; no allocation once its arrays have grown to the most flows active at once
+// (by doubling: reserving for every flow of a run held gigabytes that were never touched).
 #pragma once
 
 #include "big_vector.hpp"
@@ -47,10 +48,6 @@ class MaxMinSolver {
   // (reported through remove()) whose smallest rate was `level`: rates below it are kept.
   void solve_from(double level, std::span<const double> capacity_Bps, std::span<const Hop> hops,
                   std::span<const FlowPath> flows, std::span<double> rates);
-
-  // Room for up to this many flows and hops at once, so solves never reallocate (fresh pages
-  // are zeroed by the kernel, which costs more than the solve on VMs).
-  void reserve(std::size_t flows, std::size_t hops);
 
   // A flow with this path and rate no longer transfers.
   void remove(std::span<const Hop> hops, const FlowPath& path, double rate);
