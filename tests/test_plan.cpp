@@ -512,7 +512,7 @@ TEST_CASE("plan: progress on stderr when it is a terminal") {
 // checkpointing), then windowed and full-engine steps on 64 GPUs of a three-tier fabric.
 // Expectation: the estimate the planner schedules simulations by is never below the host memory
 // the engine then held, and, where that is over 1 MiB, not more than 3x above it (else it would
-// refuse what fits; below, a fixed allowance per rank and layer dominates: up to 4.6x measured).
+// refuse what fits; below, a fixed allowance per rank and layer dominates: up to 2.4x measured).
 TEST_CASE("plan: the simulation memory estimate bounds what the engine holds") {
   auto check = [](const StepSetup& setup, const StepConfig& config, Strategy s, RunCache& cache) {
     const double estimate = simulation_memory_bytes(setup, config, s, cache);

@@ -58,7 +58,7 @@ std::size_t Engine::memory_bytes() const { return std::max(built_bytes_, held_by
 std::size_t Engine::held_bytes() const {
   return capacity_bytes(capacity_, link_bytes_, carried_, kind_, duration_, ready_, finish_, flow_of_, preds_left_,
                         deps_, succ_begin_, succ_, hops_, paths_, bytes_, task_of_, active_paths_, active_,
-                        remaining_, rate_, bucket_, watched_, watched_load_, samples_) +
+                        remaining_, rate_, watched_, watched_load_, samples_) +
          solver_.memory_bytes();
 }
 
@@ -158,7 +158,7 @@ RunStats Engine::run() {
   ready_.assign(tasks, inf);
   finish_.assign(tasks, inf);
   index_successors();
-  built_bytes_ = held_bytes();  // the most it holds: the successor index is built, deps_ not yet freed
+  built_bytes_ = held_bytes();  // the indexed graph: successors built, deps_ not yet freed
   deps_.clear();
   deps_.shrink_to_fit();
   stats_.flows = paths_.size();

@@ -84,7 +84,8 @@ class Engine {
   const std::vector<LinkSample>& link_samples() const { return samples_; }
   // Host memory its arrays held at most (capacities, solver included): after run(), the larger of
   // what they held once the graph was indexed and what they hold at the end. The pending-event
-  // buckets, which hold at most a task id per task at once, are not counted.
+  // buckets, the one being processed included, hold at most a task id per task at once and are
+  // not counted.
   std::size_t memory_bytes() const;
 
  private:

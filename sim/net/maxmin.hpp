@@ -16,8 +16,8 @@
 // the flows at or above r (solve_from), which makes the many small completion events cheap.
 //
 // Cost per solve: O(crossings of the refilled flows + touched links · rounds), rounds past the first
-// few O(log links) each; no allocation once its arrays have grown to the most flows active at once
-// (by doubling: reserving for every flow of a run held gigabytes that were never touched).
+// few O(log links) each; no allocation once its arrays have grown (by doubling) to the most flows
+// and crossings a solve refills: reserving for every flow of a run held gigabytes never touched.
 #pragma once
 
 #include "big_vector.hpp"
