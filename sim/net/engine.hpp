@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <span>
 #include <vector>
@@ -63,6 +64,9 @@ class Engine {
   // Room for this many more tasks, flows, hops and dependencies, so that building a million-flow
   // collective does not copy its arrays over and over.
   void reserve(std::size_t tasks, std::size_t flows, std::size_t hops, std::size_t deps);
+  // How many flows may transfer at once, at most: run() reserves that much room for them (default:
+  // every flow, right for one collective; a step's layers take turns). Past it they grow by doubling.
+  void expect_concurrent_flows(std::size_t flows) { concurrent_flows_ = flows; }
 
   // Record the load of these links whenever it changes (for timelines; costs nothing if empty).
   void watch_links(std::vector<int> links);
@@ -136,6 +140,7 @@ class Engine {
   EngineProgress* progress_ = nullptr;
   bool ran_ = false;
   std::size_t built_bytes_ = 0;  // held_bytes() once run() indexed the graph
+  std::size_t concurrent_flows_ = std::numeric_limits<std::size_t>::max();
   std::uint64_t serial_;
 };
 

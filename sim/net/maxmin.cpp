@@ -39,6 +39,12 @@ void MaxMinSolver::solve(std::span<const double> capacity, std::span<const Hop> 
   fill(capacity, hops, flows, rates);
 }
 
+void MaxMinSolver::reserve(std::size_t flows, std::size_t crossings) {
+  flows_on_.reserve(crossings);
+  refill_.reserve(flows);
+  frozen_.reserve(flows);
+}
+
 std::size_t MaxMinSolver::memory_bytes() const {
   return capacity_bytes(links_, flows_on_, touched_, scan_, scan_key_, heap_, frozen_, saturated_, refill_);
 }

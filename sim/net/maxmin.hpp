@@ -16,8 +16,8 @@
 // the flows at or above r (solve_from), which makes the many small completion events cheap.
 //
 // Cost per solve: O(crossings of the refilled flows + touched links · rounds), rounds past the first
-// few O(log links) each; no allocation once its arrays have grown (by doubling) to the most flows
-// and crossings a solve refills: reserving for every flow of a run held gigabytes never touched.
+// few O(log links) each; no allocation within the room reserved, or once its arrays have grown (by
+// doubling) to the most flows and crossings a solve refills.
 #pragma once
 
 #include "big_vector.hpp"
@@ -48,6 +48,9 @@ class MaxMinSolver {
   // (reported through remove()) whose smallest rate was `level`: rates below it are kept.
   void solve_from(double level, std::span<const double> capacity_Bps, std::span<const Hop> hops,
                   std::span<const FlowPath> flows, std::span<double> rates);
+
+  // Room for this many flows and crossings in one solve, so that solves up to them do not reallocate.
+  void reserve(std::size_t flows, std::size_t crossings);
 
   // A flow with this path and rate no longer transfers.
   void remove(std::span<const Hop> hops, const FlowPath& path, double rate);
