@@ -65,7 +65,7 @@ class Engine {
   // collective does not copy its arrays over and over.
   void reserve(std::size_t tasks, std::size_t flows, std::size_t hops, std::size_t deps);
   // How many flows may transfer at once, at most: run() reserves that much room for them (default:
-  // every flow, right for one collective; a step's layers take turns). Past it they grow by doubling.
+  // every flow, right for one collective; a step's calls take turns). Past it they grow by doubling.
   void expect_concurrent_flows(std::size_t flows) { concurrent_flows_ = flows; }
 
   // Record the load of these links whenever it changes (for timelines; costs nothing if empty).
