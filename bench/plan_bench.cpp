@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 namespace {
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
         if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > c.budget_s) throw Stop{};
       };
     std::size_t layouts = 0, fit = 0, simulated = 0, by_bound = 0;
-    double best = 0, least_ratio = 0, most_ratio = 0;
+    double best = 0, least_ratio = std::numeric_limits<double>::infinity(), most_ratio = 0;
     try {
       const basp::PlanReport r = basp::plan(q);
       layouts = r.enumerated;
@@ -66,7 +67,6 @@ int main(int argc, char** argv) {
           fit += n;
         }
       best = r.plans.front().global_batch_s;
-      least_ratio = 1e300;
       for (const basp::Plan& p : r.plans) {
         if (p.shared_simulation || !(p.result.engine_bytes > 0)) continue;
         const double ratio = p.candidate.simulation_bytes / p.result.engine_bytes;
