@@ -130,6 +130,9 @@ nlohmann::ordered_json plan_json(const PlanArgs& a, const PlanReport& r, const P
                  {"headroom_bytes", r.memory_limit_bytes - x.memory.total()},
                  {"fits", x.memory.total() <= r.memory_limit_bytes}};
   j["engine"] = x.engine.engine;
+  // ZeRO-0/1 with accumulation: the micro-steps before the boundary, a graph of their own.
+  if (x.accumulating_engine) j["accumulating_engine"] = x.accumulating_engine->engine;
+  else j["accumulating_engine"] = nullptr;
   j["simulation"] = {{"memory_estimate_bytes", p.candidate.simulation_bytes}, {"engine_bytes", x.engine_bytes}};
   j["simulate_args"] = simulate_args(a, r, p.candidate);
   return j;

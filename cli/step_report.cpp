@@ -113,6 +113,13 @@ nlohmann::ordered_json config_json(const StepReport& r) {
                                   {"rotary", cal.compute.rotary_or_memory()}}}}}};
   for (const ZeroSetting& z : zero_settings) j[std::string(z.json)] = c.*z.field;
   j["zero_overlap_comm"] = zero_plan(c).overlap_comm;
+  j["baseline"] = nullptr;  // the Ulysses run made only for the speedup column
+  if (r.baseline_engine)
+    j["baseline"] = {{"strategy", "ulysses"},
+                     {"engine", engine_json(*r.baseline_engine)},
+                     {"accumulating_engine", r.baseline_accumulating_engine
+                                                 ? engine_json(*r.baseline_accumulating_engine)
+                                                 : nlohmann::ordered_json(nullptr)}};
   return j;
 }
 
@@ -158,6 +165,7 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
       {"flows", r.stats.flows},
       {"events", r.stats.events},
       {"engine", engine_json(r.engine)},
+      {"accumulating_engine", r.accumulating_engine ? engine_json(*r.accumulating_engine) : nullptr},
       {"wall_s", r.wall_s}};
   if (links) {
     j["busiest_links"] = nlohmann::json::array();
@@ -261,10 +269,21 @@ void print_table(const StepReport& rep, bool links) {
       std::printf("# %s: %d of %d layers simulated (graph size); the other layers repeat the middle one's times "
                   "(links: the simulated layers only)\n",
                   std::string(to_string(r.strategy)).c_str(), r.layers_simulated, rep.model.layers);
-  for (const StrategyResult& r : rep.results)
-    std::printf("# %s: %s engine, %d rank%s and %d links simulated (%s)\n", std::string(to_string(r.strategy)).c_str(),
-                r.engine.engine.c_str(), r.engine.rank_classes, r.engine.rank_classes == 1 ? "" : "s",
-                r.engine.link_classes, r.engine.why.c_str());
+  auto engine_line = [](const std::string& what, const EngineUse& e) {
+    std::printf("# %s: %s engine, %d rank%s and %d links simulated (%s)\n", what.c_str(), e.engine.c_str(),
+                e.rank_classes, e.rank_classes == 1 ? "" : "s", e.link_classes, e.why.c_str());
+  };
+  const std::string before_boundary = "micro-steps before the accumulation boundary";
+  for (const StrategyResult& r : rep.results) {
+    const std::string name(to_string(r.strategy));
+    engine_line(name, r.engine);
+    if (r.accumulating_engine) engine_line(name + " (" + before_boundary + ")", *r.accumulating_engine);
+  }
+  if (rep.baseline_engine) {
+    engine_line("ulysses (baseline for the speedup)", *rep.baseline_engine);
+    if (rep.baseline_accumulating_engine)
+      engine_line("ulysses (baseline, " + before_boundary + ")", *rep.baseline_accumulating_engine);
+  }
   std::printf("# simulated in");
   for (const StrategyResult& r : rep.results) {
     std::printf(" %s %.2f s (%llu flows", std::string(to_string(r.strategy)).c_str(), r.wall_s,

@@ -405,6 +405,13 @@ TEST_CASE("plan: --json ranks plans and simulate_args reproduces the best one ex
     CHECK(s["results"][0]["strategy"] == plan["strategy"]);
     CHECK(s["results"][0]["tokens_per_s"].get<double>() == plan["tokens_per_s"].get<double>());
     CHECK(s["results"][0]["global_batch_s"].get<double>() == plan["global_batch_s"].get<double>());
+    // The engines the plan names are simulate's: the step's, and the accumulating micro-steps'
+    // where ZeRO-0/1 accumulates (null otherwise).
+    CHECK(s["results"][0]["engine"]["engine"] == plan["engine"]);
+    const auto& acc = s["results"][0]["accumulating_engine"];
+    CHECK(acc.is_null() == plan["accumulating_engine"].is_null());
+    if (!acc.is_null()) CHECK(acc["engine"] == plan["accumulating_engine"]);
+    CHECK(acc.is_null() == (plan["zero"].get<int>() > 1 || plan["accumulation"].get<long>() == 1));
   }
 }
 

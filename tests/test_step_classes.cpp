@@ -22,6 +22,8 @@ bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({std:
 
 // Strategies run on a part of their template (no whole build) by check_same, of all it checked.
 int on_parts = 0, checked = 0;
+// Strategies whose accumulating micro-steps folded into fewer classes than their step.
+int fewer_accumulating_classes = 0;
 
 // Returns how many of c's strategies ran on a part of the cluster.
 int check_same(StepConfig c, int busiest = 10) {
@@ -68,6 +70,18 @@ int check_same(StepConfig c, int busiest = 10) {
       }
       CHECK(q.stats.flows == f.stats.flows);
       CHECK(q.stats.events == f.stats.events);
+      // ZeRO-0/1 with accumulation: the micro-steps before the boundary are a graph of their own,
+      // whose engine is reported; folded without the ZeRO rings, never into more classes.
+      const bool accumulating = c.zero <= 1 && c.accumulation > 1;
+      REQUIRE(q.accumulating_engine.has_value() == accumulating);
+      REQUIRE(f.accumulating_engine.has_value() == accumulating);
+      if (accumulating) {
+        CHECK(f.accumulating_engine->engine == "full");
+        CHECK(q.accumulating_engine->engine == "classes");
+        CHECK(q.accumulating_engine->rank_classes * q.accumulating_engine->members == full.config.gpus);
+        CHECK(q.accumulating_engine->rank_classes <= q.engine.rank_classes);
+        fewer_accumulating_classes += q.accumulating_engine->rank_classes < q.engine.rank_classes;
+      }
     }
   }
   on_parts += parts;
@@ -141,7 +155,11 @@ TEST_CASE("step classes equal the full engine: ZeRO-1 micro-steps folded without
       c.zero_overlap_comm = OverlapComm::on;
     }
     c.strategies = {Strategy::ulysses, Strategy::basp, Strategy::sp_dp, Strategy::ring, Strategy::usp};
+    const int before = fewer_accumulating_classes;
     check_same(c);
+    // The step's rings only allow shifting whole leaves (16 ranks per class); without them the
+    // exchanges fold further for some strategies.
+    CHECK(fewer_accumulating_classes > before);
   }
 }
 
@@ -274,4 +292,37 @@ TEST_CASE("simulate --engine: JSON and table say which engine ran, with the clas
   const basp::test::Run coll = basp_cli("collective --topology dgx-h100 --nodes 8 --size 1MiB --json", false);
   REQUIRE(coll.code == 0);
   CHECK(nlohmann::json::parse(coll.out).at("engine").at("engine") == "classes");
+}
+
+TEST_CASE("simulate reports the engines of the accumulating micro-steps and of the Ulysses baseline") {
+  using basp::test::basp_cli;
+  // System: 16 DGX H100 nodes; BASP with SP 32, ZeRO-1 within each node, 3 micro-steps.
+  // Expectations: the micro-steps before the boundary (a graph of their own) and the Ulysses run
+  // made for the speedup column each report their engine, in the JSON and the table; a job that
+  // lists Ulysses and accumulates nothing reports neither.
+  const std::string job = "simulate --topology dgx-h100 --nodes 16 --sp 32 --seq 8K --zero 1 --zero-group 8";
+  const basp::test::Run r = basp_cli(job + " --accumulation 3 --strategy basp --json", false);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& res = j.at("results").at(0);
+  const auto& acc = res.at("accumulating_engine");
+  CHECK(acc.at("engine") == "classes");
+  CHECK(acc.at("rank_classes").get<int>() * acc.at("members_per_class").get<int>() == 128);
+  CHECK(acc.at("rank_classes").get<int>() <= res.at("engine").at("rank_classes").get<int>());
+  const auto& base = j.at("config").at("baseline");
+  CHECK(base.at("strategy") == "ulysses");
+  CHECK(base.at("engine").at("engine") == "classes");
+  CHECK(base.at("accumulating_engine").at("engine") == "classes");
+  CHECK(res.at("speedup_vs_ulysses").is_number());
+  const std::string table = basp_cli(job + " --accumulation 3 --strategy basp").out;
+  CHECK_THAT(table, Catch::Contains("# basp (micro-steps before the accumulation boundary): classes engine"));
+  CHECK_THAT(table, Catch::Contains("# ulysses (baseline for the speedup): classes engine"));
+  CHECK_THAT(table, Catch::Contains("# ulysses (baseline, micro-steps before the accumulation boundary): classes engine"));
+
+  const basp::test::Run plain = basp_cli(job + " --json", false);
+  REQUIRE(plain.code == 0);
+  const auto p = nlohmann::json::parse(plain.out);
+  CHECK(p.at("config").at("baseline").is_null());
+  for (const auto& x : p.at("results")) CHECK(x.at("accumulating_engine").is_null());
+  CHECK_THAT(basp_cli(job).out, !Catch::Contains("before the accumulation boundary") && !Catch::Contains("baseline"));
 }

@@ -181,6 +181,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   // reduce_gradients): they are a graph of their own, without ZeRO calls, folded on its own
   // traffic, run first and gone before the step's is built.
   std::optional<double> accumulating_s;
+  std::optional<EngineUse> accumulating_engine;
   double accumulating_bytes = 0;
   if (const std::optional<ZeroPlan> local = accumulating_zero(run)) {
     layers = step_layers(strategy_graph(run, strategy));
@@ -192,6 +193,7 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
     engine.run();
     accumulating_s = step_times(engine, tasks, run.model.layers, layers).gradients_s;
     accumulating_bytes = double(engine.memory_bytes());
+    accumulating_engine = a.net.choice.use;
   }
   const StrategyGraph g = strategy_graph(run, strategy);
   StrategyResult res;
@@ -200,8 +202,11 @@ StrategyResult run_strategy(const Run& run, Strategy strategy, TraceWriter* trac
   const Topology& net = g.net.topo;
   const RankFold& fold = g.net.choice.fold;
   res.engine = g.net.choice.use;
-  if (run.speed && run.config.engine != EngineMode::full)
+  res.accumulating_engine = accumulating_engine;
+  if (run.speed && run.config.engine != EngineMode::full) {
     res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
+    if (res.accumulating_engine) res.accumulating_engine->why = res.engine.why;
+  }
   res.layers_simulated = layers > 0 ? layers : step_layers(g);
   res.engine_bytes = accumulating_bytes;
   Router& router = run.cache.router(g.net.topo);
@@ -337,7 +342,10 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   }
   if (baseline) try {  // e.g. --engine classes where Ulysses' traffic has no exact symmetry
       if (options.progress) options.progress("ulysses (baseline)", runs - 1, runs);
-      ulysses_step = run_strategy(run, Strategy::ulysses, nullptr, 0).global_batch_s;
+      const StrategyResult b = run_strategy(run, Strategy::ulysses, nullptr, 0);
+      ulysses_step = b.global_batch_s;
+      rep.baseline_engine = b.engine;
+      rep.baseline_accumulating_engine = b.accumulating_engine;
     } catch (const InputError&) {
     }
   if (ulysses_step)

@@ -59,6 +59,10 @@ struct StrategyResult {
   std::array<double, 5> class_bytes{};
   int layers_simulated = 0;   // of the model's layers; the rest extrapolated from the middle one
   EngineUse engine;           // classes or full, and why
+  // The engine of the micro-steps before the accumulation boundary where they are a graph of
+  // their own (ZeRO-0/1 with accumulation): folded on the exchanges' traffic alone, often into
+  // fewer classes than the step's. None otherwise.
+  std::optional<EngineUse> accumulating_engine;
   RunStats stats;             // of the whole cluster (a quotient's counts times its class size)
   double wall_s = 0;          // host time to build and simulate
   double engine_bytes = 0;    // host memory the engine's arrays held (Engine::memory_bytes)
@@ -79,6 +83,11 @@ struct StepReport {
   ModelSpec model;
   std::string gpu_kind;
   std::vector<StrategyResult> results;
+  // The Ulysses run made only for the speedup column (Ulysses not among config.strategies, and
+  // possible for the job): its engine (and, in its turn, its accumulating graph's). None when
+  // there was no such run.
+  std::optional<EngineUse> baseline_engine;
+  std::optional<EngineUse> baseline_accumulating_engine;
   // Stragglers (config.stragglers): the slow GPUs' ranks and the slow links' names, ascending.
   std::vector<int> slow_gpus;
   std::vector<std::string> slow_links;
