@@ -124,8 +124,9 @@ std::vector<double> call_transfer_bounds(Router& router, const Topology& topo, c
   return out;
 }
 
-int TransferLineStore::groups_id(const GroupSet& set) {
-  const auto& groups = set.groups();
+int TransferLineStore::groups_id(const GroupSet& set) { return groups_id(set.groups()); }
+
+int TransferLineStore::groups_id(const std::vector<std::vector<int>>& groups) {
   const std::uint64_t h = splitmix64_groups(splitmix64(groups.size()), groups);
   for (auto [it, end] = by_hash_.equal_range(h); it != end; ++it)
     if (groups_[it->second] == groups) return it->second;
@@ -136,17 +137,39 @@ int TransferLineStore::groups_id(const GroupSet& set) {
   return id;
 }
 
+void TransferLineStore::set_period(int id, GroupTraffic traffic, int period) {
+  periods_[{id, static_cast<int>(traffic)}] = period;
+}
+
 const TransferLineStore::Lines& TransferLineStore::lines(Router& router, const Topology& topo, int id,
                                                          CollectiveOp op, GroupSet& set, int ranks) {
-  Lines& l = lines_[{id, static_cast<int>(op)}];
-  const int have = static_cast<int>(l.transfer.size());
+  const auto [it, fresh] = lines_.try_emplace({id, static_cast<int>(op)});
+  Lines& l = it->second;
+  if (fresh) {
+    const GroupTraffic traffic = op == CollectiveOp::alltoall  ? GroupTraffic::all_pairs
+                                 : op == CollectiveOp::sendrecv ? GroupTraffic::successor
+                                                                : GroupTraffic::nccl_rings;
+    const auto p = periods_.find({id, static_cast<int>(traffic)});
+    if (p != periods_.end()) l.period = p->second;
+  }
+  const int have = static_cast<int>(l.index.size());
   if (have >= ranks) return l;
   RankFlows flows{topo, {}, {}};
   const GroupSet::RingPlan* plan = is_ring_op(op) ? &set.rings(topo, router) : nullptr;
   for (int c = have; c < ranks; ++c) {
+    // Beyond the call's period a rank's lines are those of c mod period, a translate of it (the
+    // same routes' images over links alike, the same ring steps): worked out once. Always so, not
+    // only when it saves time, so that a bound does not depend on which store worked it out.
+    if (l.period > 0 && c >= l.period) {
+      l.index.push_back(l.index[c % l.period]);
+      l.overhead_s.push_back(l.overhead_s[c % l.period]);
+      bytes_ += sizeof(int) + sizeof(double);
+      continue;
+    }
+    l.index.push_back(static_cast<int>(l.transfer.size()));
     l.transfer.push_back(rank_transfer_lines(flows, router, op, set, plan, c));
     l.overhead_s.push_back(call_overhead_s(topo, op, static_cast<int>(set.groups()[set.group_of(c)].size())));
-    bytes_ += sizeof(TransferLines) + sizeof(double) + l.transfer.back().lines.size() * 2 * sizeof(double);
+    bytes_ += sizeof(TransferLines) + sizeof(int) + sizeof(double) + l.transfer.back().lines.size() * 2 * sizeof(double);
   }
   return l;
 }
@@ -171,7 +194,7 @@ CallBounds::Call CallBounds::get(Router& router, const Topology& topo, const Ran
   const TransferLineStore::Lines& l = store_->lines(router, topo, id, op, set, classes_);
   used_lines_[{id, static_cast<int>(op)}] = &l;
   used_.insert({id, static_cast<int>(op), size});
-  return {l.overhead_s[selected_], l.transfer[selected_].at(size)};
+  return {l.overhead_s[selected_], l.of(selected_).at(size)};
 }
 
 std::vector<int> CallBounds::distinct_classes() const {
@@ -182,7 +205,7 @@ std::vector<int> CallBounds::distinct_classes() const {
     profile.clear();
     for (const auto& [groups, op, size] : used_) {
       const TransferLineStore::Lines& l = *used_lines_.at({groups, op});
-      profile.insert(profile.end(), {l.overhead_s[c], l.transfer[c].at(size)});
+      profile.insert(profile.end(), {l.overhead_s[c], l.of(c).at(size)});
     }
     first_with.try_emplace(profile, c);
   }

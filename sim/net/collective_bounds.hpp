@@ -46,10 +46,19 @@ class TransferLineStore {
  public:
   struct Lines {
     std::vector<double> overhead_s;       // per rank: launch and per-peer overheads
-    std::vector<TransferLines> transfer;  // per rank
+    std::vector<TransferLines> transfer;  // distinct lines, worked out for ranks 0..period-1
+    std::vector<int> index;               // per rank: its lines in `transfer`
+    int period = 0;                       // 0: every rank's lines worked out
+    const TransferLines& of(int rank) const { return transfer[index[rank]]; }
   };
   // An id for set's groups, equal for sets with equal groups.
   int groups_id(const GroupSet& set);
+  int groups_id(const std::vector<std::vector<int>>& groups);
+  // Ranks r and r mod `period` have the same lines for calls of the `traffic` kind on the groups
+  // `id`: a translation of the cluster keeping the topology and those groups' traffic maps one
+  // onto the other (the call's own fold, often finer than the step's). Set before any lines of
+  // those calls are worked out, so that they never depend on the order of the requests.
+  void set_period(int id, GroupTraffic traffic, int period);
   // The lines of calls of `op` on the groups `id` (set's) for at least ranks 0..ranks-1, which
   // must be the representatives of set's fold.
   const Lines& lines(Router& router, const Topology& topo, int id, CollectiveOp op, GroupSet& set, int ranks);
@@ -59,6 +68,7 @@ class TransferLineStore {
   std::vector<std::vector<std::vector<int>>> groups_;  // distinct groups seen; id = index
   std::multimap<std::uint64_t, int> by_hash_;          // hash of groups -> ids
   std::map<std::pair<int, int>, Lines> lines_;         // (groups' id, op)
+  std::map<std::pair<int, int>, int> periods_;         // (groups' id, traffic) -> set_period's
   std::size_t bytes_ = 0;
 };
 
@@ -83,6 +93,10 @@ class CallBounds {
   void select(int rank_class);
   // Starts a layout: distinct_classes looks at its calls only; what was worked out stays.
   void start_layout() { used_.clear(); }
+  // TransferLineStore::set_period for calls on `groups`.
+  void set_period(const std::vector<std::vector<int>>& groups, GroupTraffic traffic, int period) {
+    store_->set_period(store_->groups_id(groups), traffic, period);
+  }
   // One class of each set of classes whose bounds agree on every call handed out since start_layout.
   std::vector<int> distinct_classes() const;
   // Host memory held, roughly, besides the store's.

@@ -474,6 +474,10 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
     Router& router = run.cache.router(g.net.topo);
     CallBounds& bounds = g.net.bounds;
     bounds.start_layout();
+    // Each call's lines are worked out for its own period's ranks only, and copied to the rest.
+    const EngineMode mode = run.speed ? EngineMode::full : run.config.engine;
+    for (const TrafficGroups& t : step_traffic(g.layout, g.groups))
+      bounds.set_period(*t.groups, t.traffic, run.cache.call_period(mode, run.cluster, run.config.gpus, t, run.parts));
     // Each rank finishes no earlier than its own chain; the first build finds the calls. The
     // simulation merges events within 1e-9 relative of each other, which may end it that much
     // earlier per event on its critical path: the margin covers ten thousand of them.
@@ -610,6 +614,34 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
     }
   }
   return found(patterns_.front());
+}
+
+int RunCache::call_period(EngineMode mode, const ClusterBuilds& cluster, int ranks, const TrafficGroups& traffic,
+                          bool parts) {
+  if (mode == EngineMode::full) return ranks;
+  if (periods_cluster_ != &cluster) {
+    call_periods_.clear();
+    periods_cluster_ = &cluster;
+  }
+  for (auto it = call_periods_.begin(); it != call_periods_.end(); ++it)
+    if (it->mode == mode && it->ranks == ranks && it->parts == parts && it->traffic == traffic.traffic &&
+        it->groups == *traffic.groups) {
+      if (it != call_periods_.begin()) std::rotate(call_periods_.begin(), it, std::next(it));
+      return call_periods_.front().period;
+    }
+  // Classes where the call has a symmetry; the full engine (its period the job's ranks) is no
+  // error here, as a faster way to the same bound is only missed.
+  const std::vector<TrafficGroups> one{traffic};
+  const FoldChoice found =
+      parts && cluster.skeleton() && ranks == cluster.gpus()
+          ? choose_fold_on_skeleton(EngineMode::automatic, *cluster.skeleton(), rank_places(*cluster.file().templ),
+                                    ranks, one, &skeleton_moves)
+          : choose_fold(EngineMode::automatic, cluster.whole(), ranks, one, &moves);
+  const int period = found.use.engine == "classes" ? found.fold.period : ranks;
+  constexpr std::size_t kept = 64;
+  call_periods_.push_front({mode, ranks, parts, traffic.traffic, *traffic.groups, period});
+  if (call_periods_.size() > kept) call_periods_.pop_back();
+  return period;
 }
 
 std::size_t RunCache::Pattern::bytes() const {

@@ -151,6 +151,11 @@ class RunCache {
   Network network(EngineMode mode, const ClusterBuilds& cluster, int ranks, std::span<const TrafficGroups> traffic,
                   bool parts);
   Router& router(const Topology& topo);
+  // The period of the finest translation of the cluster that keeps the topology and one call's
+  // traffic alone (choose_fold on that traffic; `ranks` when there is none): ranks r and
+  // r mod period then have the same call bounds. A step's fold keeps all its calls' traffic, so
+  // this is often finer (strided groups rotate within their SP group; ZeRO's rings shift).
+  int call_period(EngineMode mode, const ClusterBuilds& cluster, int ranks, const TrafficGroups& traffic, bool parts);
 
  private:
   // The router of the topology last routed on that is not a kept part (the whole topology, or a
@@ -179,6 +184,16 @@ class RunCache {
   };
   const ClusterBuilds* cluster_ = nullptr;
   std::deque<Pattern> patterns_;  // most recent first
+  struct CallPeriod {
+    EngineMode mode;
+    int ranks;
+    bool parts;
+    GroupTraffic traffic;
+    std::vector<std::vector<int>> groups;
+    int period;
+  };
+  std::deque<CallPeriod> call_periods_;  // most recent first, a few dozen kept
+  const ClusterBuilds* periods_cluster_ = nullptr;  // the cluster they belong to
 };
 
 // One strategy of `config` (whose topology, model and calibration must be the setup's) exactly

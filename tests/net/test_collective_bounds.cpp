@@ -148,14 +148,15 @@ TEST_CASE("collective bounds: a line store extended across folds gives each rank
       GroupSet on_classes(*groups, coarse.fold), on_ranks(*groups, all);
       const int id = store.groups_id(on_classes);
       CHECK(store.groups_id(on_ranks) == id);
-      CHECK(store.lines(router, t, id, op, on_classes, coarse.fold.classes()).transfer.size() ==
+      CHECK(store.lines(router, t, id, op, on_classes, coarse.fold.classes()).index.size() ==
             std::size_t(coarse.fold.classes()));
       const TransferLineStore::Lines& extended = store.lines(router, t, id, op, on_ranks, ranks);
       const std::vector<TransferLines> expected = call_transfer_lines(router, t, all, op, on_ranks);
-      REQUIRE(extended.transfer.size() == std::size_t(ranks));
+      REQUIRE(extended.index.size() == std::size_t(ranks));
+      REQUIRE(extended.transfer.size() == std::size_t(ranks));  // no period set: each rank's own
       for (int r = 0; r < ranks; ++r) {
         CAPTURE(static_cast<int>(op), groups == &strided, r);
-        CHECK(extended.transfer[r].lines == expected[r].lines);
+        CHECK(extended.of(r).lines == expected[r].lines);
         CHECK(extended.overhead_s[r] ==
               call_overhead_s(t, op, static_cast<int>(on_ranks.groups()[on_ranks.group_of(r)].size())));
         ++compared;
@@ -164,6 +165,78 @@ TEST_CASE("collective bounds: a line store extended across folds gives each rank
   CHECK(compared == 2 * 5 * 64);
   // The two sets' all-to-all lines differ (one stays in a node), so a mix-up of ids would show.
   GroupSet a(contiguous, all), b(strided, all);
-  CHECK(store.lines(router, t, store.groups_id(a), CollectiveOp::alltoall, a, ranks).transfer[0].at(S) <
-        store.lines(router, t, store.groups_id(b), CollectiveOp::alltoall, b, ranks).transfer[0].at(S));
+  CHECK(store.lines(router, t, store.groups_id(a), CollectiveOp::alltoall, a, ranks).of(0).at(S) <
+        store.lines(router, t, store.groups_id(b), CollectiveOp::alltoall, b, ranks).of(0).at(S));
+}
+
+// System: 64 GPUs of dgx-h100 (8 nodes, 2 per leaf, 2 spines) and of dgx-h100-3tier (2 per leaf);
+// BASP-like traffic: SP groups of 32 ranks (4 nodes), split into strided all-to-all groups
+// (ranks j, j+8, j+16, j+24), and rings through one GPU of every node (ZeRO's replicas).
+// The two together repeat only every 4 nodes; each alone repeats more often (the strided groups
+// rotate within their SP group, the rings shift by any node the fabric allows).
+// Expectations: a store told each call's own period (choose_fold on that traffic alone) gives
+// every rank the lines worked out for it directly, to rounding, at any size; it works out fewer
+// lines than ranks, so the copies are exercised.
+TEST_CASE("collective bounds: each call's own period gives every rank its own lines") {
+  int copied = 0;
+  for (const bool three_tier : {false, true}) {
+    TopologyOverrides o;
+    o.nodes = 8;
+    o.nodes_per_leaf = 2;
+    if (!three_tier) o.spines = 2;
+    const Topology t = load_topology(three_tier ? "dgx-h100-3tier" : "dgx-h100", o);
+    const int ranks = static_cast<int>(t.gpus.size());
+    REQUIRE(ranks == 64);
+    // GPUs 0-3 of each node: groups of 4 strided over the SP group and rings through all 8 nodes;
+    // GPUs 4-7: groups of 2 and rings of 2 nodes. Ranks of one period then differ in their lines,
+    // so a copy from the wrong rank would show.
+    std::vector<std::vector<int>> strided, replicas;
+    for (int block = 0; block < ranks; block += 32)
+      for (int j = 0; j < 8; ++j)
+        if (j < 4) {
+          strided.push_back({block + j, block + j + 8, block + j + 16, block + j + 24});
+        } else {
+          strided.push_back({block + j, block + j + 8});
+          strided.push_back({block + j + 16, block + j + 24});
+        }
+    for (int j = 0; j < 8; ++j)
+      if (j < 4) {
+        replicas.emplace_back();
+        for (int node = 0; node < 8; ++node) replicas.back().push_back(8 * node + j);
+      } else {
+        for (int node = 0; node < 8; node += 2) replicas.push_back({8 * node + j, 8 * node + 8 + j});
+      }
+    const std::vector<TrafficGroups> both{{&strided, GroupTraffic::all_pairs}, {&replicas, GroupTraffic::nccl_rings}};
+    const RankFold all = RankFold::identity(ranks);
+    const FoldChoice step = choose_fold(EngineMode::automatic, t, ranks, both);
+    Router router(t);
+    TransferLineStore direct, by_period;
+    for (const TrafficGroups& traffic : both) {
+      const std::vector<TrafficGroups> alone{traffic};
+      const FoldChoice call = choose_fold(EngineMode::classes, t, ranks, alone);
+      CAPTURE(three_tier, call.use.why, step.use.why);
+      CHECK(call.fold.period < (step.fold.folded() ? step.fold.period : ranks));
+      const int id = by_period.groups_id(*traffic.groups);
+      by_period.set_period(id, traffic.traffic, call.fold.period);
+      const std::vector<CollectiveOp> ops =
+          traffic.traffic == GroupTraffic::all_pairs
+              ? std::vector<CollectiveOp>{CollectiveOp::alltoall}
+              : std::vector<CollectiveOp>{CollectiveOp::allgather, CollectiveOp::reducescatter, CollectiveOp::allreduce};
+      for (CollectiveOp op : ops) {
+        GroupSet set(*traffic.groups, all);
+        const TransferLineStore::Lines& p = by_period.lines(router, t, id, op, set, ranks);
+        const TransferLineStore::Lines& d = direct.lines(router, t, direct.groups_id(set), op, set, ranks);
+        REQUIRE(p.index.size() == std::size_t(ranks));
+        CHECK(p.transfer.size() == std::size_t(call.fold.period));
+        copied += ranks - static_cast<int>(p.transfer.size());
+        for (int r = 0; r < ranks; ++r) {
+          CAPTURE(static_cast<int>(op), r);
+          CHECK(p.overhead_s[r] == d.overhead_s[r]);
+          for (double size : {1e3, S, 1e10})
+            CHECK(p.of(r).at(size) == Approx(d.of(r).at(size)).epsilon(1e-12));
+        }
+      }
+    }
+  }
+  CHECK(copied > 0);
 }
