@@ -137,21 +137,10 @@ int TransferLineStore::groups_id(const std::vector<std::vector<int>>& groups) {
   return id;
 }
 
-void TransferLineStore::set_period(int id, GroupTraffic traffic, int period) {
-  periods_[{id, static_cast<int>(traffic)}] = period;
-}
-
 const TransferLineStore::Lines& TransferLineStore::lines(Router& router, const Topology& topo, int id,
-                                                         CollectiveOp op, GroupSet& set, int ranks) {
-  const auto [it, fresh] = lines_.try_emplace({id, static_cast<int>(op)});
-  Lines& l = it->second;
-  if (fresh) {
-    const GroupTraffic traffic = op == CollectiveOp::alltoall  ? GroupTraffic::all_pairs
-                                 : op == CollectiveOp::sendrecv ? GroupTraffic::successor
-                                                                : GroupTraffic::nccl_rings;
-    const auto p = periods_.find({id, static_cast<int>(traffic)});
-    if (p != periods_.end()) l.period = p->second;
-  }
+                                                         CollectiveOp op, GroupSet& set, int ranks, int period) {
+  Lines& l = lines_[{id, static_cast<int>(op), period}];
+  l.period = period;
   const int have = static_cast<int>(l.index.size());
   if (have >= ranks) return l;
   RankFlows flows{topo, {}, {}};
@@ -191,7 +180,12 @@ CallBounds::Call CallBounds::get(Router& router, const Topology& topo, const Ran
     matched_.push_back({&set, id});
   }
   classes_ = fold.classes();
-  const TransferLineStore::Lines& l = store_->lines(router, topo, id, op, set, classes_);
+  const GroupTraffic traffic = op == CollectiveOp::alltoall  ? GroupTraffic::all_pairs
+                               : op == CollectiveOp::sendrecv ? GroupTraffic::successor
+                                                              : GroupTraffic::nccl_rings;
+  const auto p = periods_.find({id, static_cast<int>(traffic)});
+  const TransferLineStore::Lines& l =
+      store_->lines(router, topo, id, op, set, classes_, p == periods_.end() ? 0 : p->second);
   used_lines_[{id, static_cast<int>(op)}] = &l;
   used_.insert({id, static_cast<int>(op), size});
   return {l.overhead_s[selected_], l.of(selected_).at(size)};

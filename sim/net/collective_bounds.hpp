@@ -54,21 +54,19 @@ class TransferLineStore {
   // An id for set's groups, equal for sets with equal groups.
   int groups_id(const GroupSet& set);
   int groups_id(const std::vector<std::vector<int>>& groups);
-  // Ranks r and r mod `period` have the same lines for calls of the `traffic` kind on the groups
-  // `id`: a translation of the cluster keeping the topology and those groups' traffic maps one
-  // onto the other (the call's own fold, often finer than the step's). Set before any lines of
-  // those calls are worked out, so that they never depend on the order of the requests.
-  void set_period(int id, GroupTraffic traffic, int period);
   // The lines of calls of `op` on the groups `id` (set's) for at least ranks 0..ranks-1, which
-  // must be the representatives of set's fold.
-  const Lines& lines(Router& router, const Topology& topo, int id, CollectiveOp op, GroupSet& set, int ranks);
+  // must be the representatives of set's fold. `period` > 0: ranks r and r mod period have the
+  // same lines (a translation of the cluster keeping the topology and this call's traffic maps
+  // one onto the other: the call's own fold, often finer than the step's), so only ranks below
+  // it are worked out. Lines are kept per period too, so they never depend on earlier requests.
+  const Lines& lines(Router& router, const Topology& topo, int id, CollectiveOp op, GroupSet& set, int ranks,
+                     int period = 0);
   std::size_t bytes() const { return bytes_; }  // host memory held, roughly
 
  private:
   std::vector<std::vector<std::vector<int>>> groups_;  // distinct groups seen; id = index
   std::multimap<std::uint64_t, int> by_hash_;          // hash of groups -> ids
-  std::map<std::pair<int, int>, Lines> lines_;         // (groups' id, op)
-  std::map<std::pair<int, int>, int> periods_;         // (groups' id, traffic) -> set_period's
+  std::map<std::tuple<int, int, int>, Lines> lines_;   // (groups' id, op, period)
   std::size_t bytes_ = 0;
 };
 
@@ -91,11 +89,15 @@ class CallBounds {
   // The class whose chain the next build asks for. It starts a build: its group sets are matched
   // anew (a new build's may reuse an earlier one's address).
   void select(int rank_class);
-  // Starts a layout: distinct_classes looks at its calls only; what was worked out stays.
-  void start_layout() { used_.clear(); }
-  // TransferLineStore::set_period for calls on `groups`.
+  // Starts a layout: distinct_classes looks at its calls only, and it sets its calls' periods
+  // anew; what was worked out stays.
+  void start_layout() {
+    used_.clear();
+    periods_.clear();
+  }
+  // This layout's calls of the `traffic` kind on `groups` have that period (TransferLineStore::lines).
   void set_period(const std::vector<std::vector<int>>& groups, GroupTraffic traffic, int period) {
-    store_->set_period(store_->groups_id(groups), traffic, period);
+    periods_[{store_->groups_id(groups), static_cast<int>(traffic)}] = period;
   }
   // One class of each set of classes whose bounds agree on every call handed out since start_layout.
   std::vector<int> distinct_classes() const;
@@ -105,6 +107,7 @@ class CallBounds {
  private:
   std::shared_ptr<TransferLineStore> store_;
   std::vector<std::pair<const GroupSet*, int>> matched_;  // this build's sets -> the store's groups id
+  std::map<std::pair<int, int>, int> periods_;  // (groups' id, traffic) -> set_period's, this layout
   std::map<std::pair<int, int>, const TransferLineStore::Lines*> used_lines_;  // (groups' id, op)
   std::set<std::tuple<int, int, double>> used_;  // (groups' id, op, size) since start_layout
   int selected_ = 0;

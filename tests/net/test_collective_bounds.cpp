@@ -174,7 +174,7 @@ TEST_CASE("collective bounds: a line store extended across folds gives each rank
 // (ranks j, j+8, j+16, j+24), and rings through one GPU of every node (ZeRO's replicas).
 // The two together repeat only every 4 nodes; each alone repeats more often (the strided groups
 // rotate within their SP group, the rings shift by any node the fabric allows).
-// Expectations: a store told each call's own period (choose_fold on that traffic alone) gives
+// Expectations: a store given each call's own period (choose_fold on that traffic alone) gives
 // every rank the lines worked out for it directly, to rounding, at any size; it works out fewer
 // lines than ranks, so the copies are exercised.
 TEST_CASE("collective bounds: each call's own period gives every rank its own lines") {
@@ -217,14 +217,13 @@ TEST_CASE("collective bounds: each call's own period gives every rank its own li
       CAPTURE(three_tier, call.use.why, step.use.why);
       CHECK(call.fold.period < (step.fold.folded() ? step.fold.period : ranks));
       const int id = by_period.groups_id(*traffic.groups);
-      by_period.set_period(id, traffic.traffic, call.fold.period);
       const std::vector<CollectiveOp> ops =
           traffic.traffic == GroupTraffic::all_pairs
               ? std::vector<CollectiveOp>{CollectiveOp::alltoall}
               : std::vector<CollectiveOp>{CollectiveOp::allgather, CollectiveOp::reducescatter, CollectiveOp::allreduce};
       for (CollectiveOp op : ops) {
         GroupSet set(*traffic.groups, all);
-        const TransferLineStore::Lines& p = by_period.lines(router, t, id, op, set, ranks);
+        const TransferLineStore::Lines& p = by_period.lines(router, t, id, op, set, ranks, call.fold.period);
         const TransferLineStore::Lines& d = direct.lines(router, t, direct.groups_id(set), op, set, ranks);
         REQUIRE(p.index.size() == std::size_t(ranks));
         CHECK(p.transfer.size() == std::size_t(call.fold.period));
