@@ -296,6 +296,38 @@ TEST_CASE("plan: bounds from a cache that saw other layouts equal a fresh cache'
   }
 }
 
+// System: every layout of a 64-GPU question (8 DGX H100 nodes, 2 per leaf, 2 spines: BASP's
+// strided groups and ZeRO's replica rings each repeat more often than both together), on the
+// whole build and on parts of the template. Expectations: the bound with each call's lines
+// worked out for its own period's ranks and copied to the rest equals the bound with every
+// rank class's lines worked out, to rounding.
+TEST_CASE("plan: bounds from each call's own period equal bounds worked out rank class by class") {
+  PlanQuestion q = small_question();
+  q.job.overrides = {.nodes = 8, .nodes_per_leaf = 2, .spines = 2};
+  q.global_batch = 64;
+  int compared = 0, strided = 0;
+  for (int parts_from : {q.job.parts_from_gpus, 1}) {
+    q.job.parts_from_gpus = parts_from;
+    const StepSetup setup = prepare_step(q.job);
+    std::map<std::string, int> pruned;
+    const auto candidates = enumerate_plans(q, setup, 64, setup.gpu->hbm_bytes, pruned);
+    REQUIRE(candidates.size() > 50);
+    RunCache by_period, by_class;
+    by_class.call_periods = false;
+    for (const PlanCandidate& c : candidates) {
+      CAPTURE(to_string(c.strategy), c.config.sp, c.config.batch, c.config.zero, c.config.zero_group, parts_from);
+      const double a = step_lower_bound_s(setup, c.config, c.strategy, by_period);
+      const double b = step_lower_bound_s(setup, c.config, c.strategy, by_class);
+      CHECK(a == Approx(b).epsilon(1e-12));
+      CHECK(a > 0.0);
+      ++compared;
+      strided += c.config.placement == Placement::strided;
+    }
+  }
+  CHECK(strided > 10);
+  INFO(compared);
+}
+
 // System: the small question's plans, with overlap_comm on for every stage (ZeRO-1 then reduces
 // from backward hooks as ZeRO-2 does). Expectations: ZeRO-1 and ZeRO-2 layouts that took
 // another's simulation have exactly the figures of their own simulation, and their own memory;

@@ -150,8 +150,10 @@ const TransferLineStore::Lines& TransferLineStore::lines(Router& router, const T
     // same routes' images over links alike, the same ring steps): worked out once. Always so, not
     // only when it saves time, so that a bound does not depend on which store worked it out.
     if (l.period > 0 && c >= l.period) {
-      l.index.push_back(l.index[c % l.period]);
-      l.overhead_s.push_back(l.overhead_s[c % l.period]);
+      const int same = l.index[c % l.period];
+      const double overhead_s = l.overhead_s[c % l.period];
+      l.index.push_back(same);
+      l.overhead_s.push_back(overhead_s);
       bytes_ += sizeof(int) + sizeof(double);
       continue;
     }

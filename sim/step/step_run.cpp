@@ -476,8 +476,9 @@ double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Stra
     bounds.start_layout();
     // Each call's lines are worked out for its own period's ranks only, and copied to the rest.
     const EngineMode mode = run.speed ? EngineMode::full : run.config.engine;
-    for (const TrafficGroups& t : step_traffic(g.layout, g.groups))
-      bounds.set_period(*t.groups, t.traffic, run.cache.call_period(mode, run.cluster, run.config.gpus, t, run.parts));
+    if (run.cache.call_periods)
+      for (const TrafficGroups& t : step_traffic(g.layout, g.groups))
+        bounds.set_period(*t.groups, t.traffic, run.cache.call_period(mode, run.cluster, run.config.gpus, t, run.parts));
     // Each rank finishes no earlier than its own chain; the first build finds the calls. The
     // simulation merges events within 1e-9 relative of each other, which may end it that much
     // earlier per event on its critical path: the margin covers ten thousand of them.

@@ -156,6 +156,8 @@ class RunCache {
   // r mod period then have the same call bounds. A step's fold keeps all its calls' traffic, so
   // this is often finer (strided groups rotate within their SP group; ZeRO's rings shift).
   int call_period(EngineMode mode, const ClusterBuilds& cluster, int ranks, const TrafficGroups& traffic, bool parts);
+  // false: step_lower_bound_s works out every rank class's lines itself (tests compare the two).
+  bool call_periods = true;
 
  private:
   // The router of the topology last routed on that is not a kept part (the whole topology, or a

@@ -173,10 +173,12 @@ TEST_CASE("collective bounds: a line store extended across folds gives each rank
 // BASP-like traffic: SP groups of 32 ranks (4 nodes), split into strided all-to-all groups
 // (ranks j, j+8, j+16, j+24), and rings through one GPU of every node (ZeRO's replicas).
 // The two together repeat only every 4 nodes; each alone repeats more often (the strided groups
-// rotate within their SP group, the rings shift by any node the fabric allows).
+// rotate within their SP group, the rings shift by any node the fabric allows); send/recv along
+// the rings' groups too.
 // Expectations: a store given each call's own period (choose_fold on that traffic alone) gives
-// every rank the lines worked out for it directly, to rounding, at any size; it works out fewer
-// lines than ranks, so the copies are exercised.
+// every rank the lines worked out for it directly, to rounding, at any size, whether its group
+// set is built on every rank or on the step's fold; it works out fewer lines than ranks, so the
+// copies are exercised.
 TEST_CASE("collective bounds: each call's own period gives every rank its own lines") {
   int copied = 0;
   for (const bool three_tier : {false, true}) {
@@ -206,21 +208,26 @@ TEST_CASE("collective bounds: each call's own period gives every rank its own li
       } else {
         for (int node = 0; node < 8; node += 2) replicas.push_back({8 * node + j, 8 * node + 8 + j});
       }
-    const std::vector<TrafficGroups> both{{&strided, GroupTraffic::all_pairs}, {&replicas, GroupTraffic::nccl_rings}};
+    const std::vector<TrafficGroups> every{{&strided, GroupTraffic::all_pairs},
+                                           {&replicas, GroupTraffic::nccl_rings},
+                                           {&replicas, GroupTraffic::successor}};
     const RankFold all = RankFold::identity(ranks);
-    const FoldChoice step = choose_fold(EngineMode::automatic, t, ranks, both);
+    const FoldChoice step = choose_fold(EngineMode::classes, t, ranks, every);
+    REQUIRE(step.fold.folded());
     Router router(t);
-    TransferLineStore direct, by_period;
-    for (const TrafficGroups& traffic : both) {
+    TransferLineStore direct, by_period, on_step_fold;
+    for (const TrafficGroups& traffic : every) {
       const std::vector<TrafficGroups> alone{traffic};
       const FoldChoice call = choose_fold(EngineMode::classes, t, ranks, alone);
       CAPTURE(three_tier, call.use.why, step.use.why);
-      CHECK(call.fold.period < (step.fold.folded() ? step.fold.period : ranks));
+      CHECK(call.fold.period < step.fold.period);
       const int id = by_period.groups_id(*traffic.groups);
       const std::vector<CollectiveOp> ops =
-          traffic.traffic == GroupTraffic::all_pairs
-              ? std::vector<CollectiveOp>{CollectiveOp::alltoall}
-              : std::vector<CollectiveOp>{CollectiveOp::allgather, CollectiveOp::reducescatter, CollectiveOp::allreduce};
+          traffic.traffic == GroupTraffic::all_pairs  ? std::vector<CollectiveOp>{CollectiveOp::alltoall}
+          : traffic.traffic == GroupTraffic::successor ? std::vector<CollectiveOp>{CollectiveOp::sendrecv}
+                                                       : std::vector<CollectiveOp>{CollectiveOp::allgather,
+                                                                                   CollectiveOp::reducescatter,
+                                                                                   CollectiveOp::allreduce};
       for (CollectiveOp op : ops) {
         GroupSet set(*traffic.groups, all);
         const TransferLineStore::Lines& p = by_period.lines(router, t, id, op, set, ranks, call.fold.period);
@@ -228,11 +235,19 @@ TEST_CASE("collective bounds: each call's own period gives every rank its own li
         REQUIRE(p.index.size() == std::size_t(ranks));
         CHECK(p.transfer.size() == std::size_t(call.fold.period));
         copied += ranks - static_cast<int>(p.transfer.size());
+        // As the planner asks: the set built on the step's fold (its rings' representatives and
+        // their slowest step taken over the step's orbits), for the step's representatives.
+        GroupSet folded(*traffic.groups, step.fold);
+        const TransferLineStore::Lines& f = on_step_fold.lines(router, t, on_step_fold.groups_id(folded), op, folded,
+                                                               step.fold.period, call.fold.period);
+        REQUIRE(f.index.size() == std::size_t(step.fold.period));
         for (int r = 0; r < ranks; ++r) {
           CAPTURE(static_cast<int>(op), r);
           CHECK(p.overhead_s[r] == d.overhead_s[r]);
-          for (double size : {1e3, S, 1e10})
+          for (double size : {1e3, S, 1e10}) {
             CHECK(p.of(r).at(size) == Approx(d.of(r).at(size)).epsilon(1e-12));
+            if (r < step.fold.period) CHECK(f.of(r).at(size) == Approx(d.of(r).at(size)).epsilon(1e-12));
+          }
         }
       }
     }
