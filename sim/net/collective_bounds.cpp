@@ -17,6 +17,7 @@ struct RankFlows {
   const Topology& topo;
   struct OnLink {
     int link;
+    std::uint32_t added;      // its place among the rank's hops: ties on a link keep it
     double per_size, wait_s;  // bytes on the link per byte of the call's size
   };
   std::vector<OnLink> hops;  // scratch
@@ -28,13 +29,18 @@ struct RankFlows {
     for (const Hop& h : r.hops) {
       const double on_link = per_size * count * h.share;
       slowest = std::max(slowest, on_link / topo.link(h.link).capacity_Bps);
-      hops.push_back({h.link, on_link, wait_s});
+      hops.push_back({h.link, static_cast<std::uint32_t>(hops.size()), on_link, wait_s});
     }
     lines.push_back({wait_s, slowest});
   }
 
   TransferLines finish() {
-    std::sort(hops.begin(), hops.end(), [](const OnLink& a, const OnLink& b) { return a.link < b.link; });
+    // A link's loads are summed in the order they were added, whatever the links' ids: on two
+    // parts of a template (other ids for the same links) a rank's lines are then the same bits,
+    // and the planner's output does not depend on which thread's part worked them out.
+    std::sort(hops.begin(), hops.end(), [](const OnLink& a, const OnLink& b) {
+      return a.link != b.link ? a.link < b.link : a.added < b.added;
+    });
     for (std::size_t k = 0; k < hops.size();) {
       double load = 0.0, first_wait = std::numeric_limits<double>::infinity();
       const int link = hops[k].link;
