@@ -639,8 +639,10 @@ int RunCache::call_period(EngineMode mode, const ClusterBuilds& cluster, int ran
                                     ranks, one, &skeleton_moves)
           : choose_fold(EngineMode::automatic, cluster.whole(), ranks, one, &moves);
   const int period = found.use.engine == "classes" ? found.fold.period : ranks;
-  // Each keeps a copy of its groups (a few MB at 131,072 ranks); a layout asks for at most 4.
-  constexpr std::size_t kept = 16;
+  // Each keeps a copy of its groups (a few MB at 131,072 ranks); a layout asks for at most 4,
+  // but the planner's calls recur over many layouts: with 16 kept, the 131,072-GPU question
+  // took 15 % more CPU (bench/README.md).
+  constexpr std::size_t kept = 64;
   call_periods_.push_front({mode, ranks, parts, traffic.traffic, *traffic.groups, period});
   if (call_periods_.size() > kept) call_periods_.pop_back();
   return period;

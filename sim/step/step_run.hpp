@@ -194,7 +194,7 @@ class RunCache {
     std::vector<std::vector<int>> groups;
     int period;
   };
-  std::deque<CallPeriod> call_periods_;  // most recent first, 16 kept
+  std::deque<CallPeriod> call_periods_;  // most recent first, 64 kept
   const ClusterBuilds* periods_cluster_ = nullptr;  // the cluster they belong to
 };
 
