@@ -89,6 +89,13 @@ int check_same(StepConfig c, int busiest = 10) {
   return parts;
 }
 
+// `basp <args> --json` (stdout only), which must exit 0, parsed.
+nlohmann::json cli_json(const std::string& args) {
+  const basp::test::Run r = basp::test::basp_cli(args + " --json", false);
+  REQUIRE(r.code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
 StepConfig job(std::string topology, TopologyOverrides overrides) {
   StepConfig c;
   c.topology = std::move(topology);
@@ -270,9 +277,7 @@ TEST_CASE("step classes: groups that straddle the period fall back to the full e
 TEST_CASE("simulate --engine: JSON and table say which engine ran, with the class counts") {
   using basp::test::basp_cli;
   const std::string job = "simulate --topology dgx-h100 --nodes 16 --sp 32 --zero-group 32 --seq 8K";
-  const basp::test::Run r = basp_cli(job + " --json", false);
-  REQUIRE(r.code == 0);
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = cli_json(job);
   CHECK(j.at("config").at("engine") == "classes");
   CHECK(j.at("config").at("engine_requested") == "auto");
   for (const auto& res : j.at("results")) {
@@ -281,17 +286,13 @@ TEST_CASE("simulate --engine: JSON and table say which engine ran, with the clas
     CHECK(e.at("rank_classes").get<int>() * e.at("members_per_class").get<int>() == 128);
     CHECK(e.at("members_per_class").get<int>() > 1);
   }
-  const basp::test::Run full = basp_cli(job + " --json --engine full", false);
-  REQUIRE(full.code == 0);
-  CHECK(nlohmann::json::parse(full.out).at("config").at("engine") == "full");
+  CHECK(cli_json(job + " --engine full").at("config").at("engine") == "full");
   CHECK_THAT(basp_cli(job).out, Catch::Contains("classes engine"));
   const basp::test::Run hashed = basp_cli(job + " --ecmp hash --engine classes");
   CHECK(hashed.code == 2);
   CHECK_THAT(hashed.out, Catch::Contains("--engine") && Catch::Contains("hashed ECMP"));
   CHECK(basp_cli(job + " --engine fastest").code == 2);
-  const basp::test::Run coll = basp_cli("collective --topology dgx-h100 --nodes 8 --size 1MiB --json", false);
-  REQUIRE(coll.code == 0);
-  CHECK(nlohmann::json::parse(coll.out).at("engine").at("engine") == "classes");
+  CHECK(cli_json("collective --topology dgx-h100 --nodes 8 --size 1MiB").at("engine").at("engine") == "classes");
 }
 
 TEST_CASE("simulate reports the engines of the accumulating micro-steps and of the Ulysses baseline") {
@@ -301,9 +302,7 @@ TEST_CASE("simulate reports the engines of the accumulating micro-steps and of t
   // made for the speedup column each report their engine, in the JSON and the table; a job that
   // lists Ulysses and accumulates nothing reports neither.
   const std::string job = "simulate --topology dgx-h100 --nodes 16 --sp 32 --seq 8K --zero 1 --zero-group 8";
-  const basp::test::Run r = basp_cli(job + " --accumulation 3 --strategy basp --json", false);
-  REQUIRE(r.code == 0);
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = cli_json(job + " --accumulation 3 --strategy basp");
   const auto& res = j.at("results").at(0);
   const auto& acc = res.at("accumulating_engine");
   CHECK(acc.at("engine") == "classes");
@@ -319,9 +318,7 @@ TEST_CASE("simulate reports the engines of the accumulating micro-steps and of t
   CHECK_THAT(table, Catch::Contains("# ulysses (baseline for the speedup): classes engine"));
   CHECK_THAT(table, Catch::Contains("# ulysses (baseline, micro-steps before the accumulation boundary): classes engine"));
 
-  const basp::test::Run plain = basp_cli(job + " --json", false);
-  REQUIRE(plain.code == 0);
-  const auto p = nlohmann::json::parse(plain.out);
+  const auto p = cli_json(job);
   CHECK(p.at("config").at("baseline").is_null());
   for (const auto& x : p.at("results")) CHECK(x.at("accumulating_engine").is_null());
   CHECK_THAT(basp_cli(job).out, !Catch::Contains("before the accumulation boundary") && !Catch::Contains("baseline"));

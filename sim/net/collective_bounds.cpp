@@ -188,10 +188,7 @@ CallBounds::Call CallBounds::get(Router& router, const Topology& topo, const Ran
     matched_.push_back({&set, id});
   }
   classes_ = fold.classes();
-  const GroupTraffic traffic = op == CollectiveOp::alltoall  ? GroupTraffic::all_pairs
-                               : op == CollectiveOp::sendrecv ? GroupTraffic::successor
-                                                              : GroupTraffic::nccl_rings;
-  const auto p = periods_.find({id, static_cast<int>(traffic)});
+  const auto p = periods_.find({id, static_cast<int>(group_traffic(op))});
   const TransferLineStore::Lines& l =
       store_->lines(router, topo, id, op, set, classes_, p == periods_.end() ? 0 : p->second);
   used_lines_[{id, static_cast<int>(op)}] = &l;

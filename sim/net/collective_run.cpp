@@ -26,10 +26,7 @@ Call describe(const CollectiveSpec& spec, int gpus) {
     throw InputError("", 0, "--ranks", std::to_string(ranks) + " ranks asked for, the topology has " +
                                            std::to_string(gpus) + " GPUs");
   if (!(spec.size_bytes >= 0.0)) throw InputError("", 0, "--size", "must be >= 0");
-  return {ranks, make_groups(ranks, spec.groups, spec.placement),
-          spec.op == CollectiveOp::alltoall   ? GroupTraffic::all_pairs
-          : spec.op == CollectiveOp::sendrecv ? GroupTraffic::successor
-                                              : GroupTraffic::nccl_rings};
+  return {ranks, make_groups(ranks, spec.groups, spec.placement), group_traffic(spec.op)};
 }
 
 // Runs the call on `topo` (the whole topology, or a part routing the cluster's ranks) under `choice`.

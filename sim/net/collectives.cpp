@@ -127,6 +127,12 @@ void reserve_alltoall(Engine& engine, Router& router, const GroupSet& set) {
 
 const CollectiveInfo& collective_info(CollectiveOp op) { return infos[static_cast<int>(op)]; }
 
+GroupTraffic group_traffic(CollectiveOp op) {
+  return op == CollectiveOp::alltoall   ? GroupTraffic::all_pairs
+         : op == CollectiveOp::sendrecv ? GroupTraffic::successor
+                                        : GroupTraffic::nccl_rings;
+}
+
 std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
   for (int i = 0; i < 5; ++i)
     if (infos[i].name == name) return static_cast<CollectiveOp>(i);

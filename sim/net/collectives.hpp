@@ -27,6 +27,8 @@ struct CollectiveInfo {
   double (*busbw_factor)(int n);
 };
 const CollectiveInfo& collective_info(CollectiveOp op);
+// What a fold must keep of a call's groups: the partition, NCCL's rings or the cyclic order.
+GroupTraffic group_traffic(CollectiveOp op);
 std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 
 // B groups of K = ranks/B: contiguous (g·K … g·K+K−1) or strided (ranks ≡ g mod B).
