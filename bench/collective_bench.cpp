@@ -1,4 +1,4 @@
-// Speed of the simulator on large collectives (issue targets in bench/README.md): wall time,
+// Speed of the simulator on large collectives (targets in bench/README.md): wall time,
 // peak memory, flows and events, on symmetry classes (auto) and, for comparison, the full engine.
 #include "child_run.hpp"
 #include "collective_run.hpp"
@@ -18,7 +18,7 @@ struct Case {
   basp::EcmpMode ecmp;
   int spines;          // 0: the file's
   int nodes_per_leaf;  // 0: the file's
-  double target_s;     // issue target on one core; 0: none
+  double target_s;     // target wall time on one core; 0: none
   basp::EngineMode engine;
 };
 

@@ -1,4 +1,4 @@
-// Speed of `basp plan` (the plan issue's target: >= 500 layouts ranked within 60 s on 2048 DGX
+// Speed of `basp plan` (the plan target: >= 500 layouts ranked within 60 s on 2048 DGX
 // H100 nodes, Llama-3.1-8B, 128K tokens, 4096 sequences per step, on this 2-core machine).
 #include "plan.hpp"
 
@@ -16,7 +16,7 @@ struct Case {
   int nodes;
   long seq, global_batch;
   double budget_s;  // stop after this much search (0: search to the end)
-  bool target;      // the case: >= 500 layouts simulated within the budget
+  bool target;      // the target case: >= 500 layouts simulated within 60 s
 };
 
 const Case cases[] = {

@@ -1,4 +1,4 @@
-// Speed of whole training steps and topology summaries at cluster scale (the scale issue's targets,
+// Speed of whole training steps and topology summaries at cluster scale (the scale targets,
 // bench/README.md): wall time and peak memory of each case in a child process of its own.
 #include "child_run.hpp"
 #include "step_run.hpp"
@@ -33,7 +33,7 @@ const Case cases[] = {
     {"step, GB200 NVL72, 131,328 GPUs", "gb200-nvl72", 32832, true, classes, 0, 0},
 };
 
-// llama-3.1-8b, 32K tokens, B = 4, SP 32, ZeRO-3 over 32: the scale issue's job.
+// llama-3.1-8b, 32K tokens, B = 4, SP 32, ZeRO-3 over 32: the job the scale targets time.
 std::string run_case(const Case& c) {
   if (!c.step) {
     const basp::TopologySummary s = basp::summarize(basp::read_topology_file(c.topology, {.nodes = c.nodes}));
