@@ -126,7 +126,7 @@ TEST_CASE("simulate: bad input exits 2 with one message naming the flag") {
   }
 }
 
-// Issue 16's guard: a scenario whose engine would not fit the host memory is refused before any
+// The host memory guard: a scenario whose engine would not fit the host memory is refused before any
 // engine is built, saying the estimate, the engine and what to change.
 TEST_CASE("simulate: a scenario over the host memory budget is refused with its estimate (exit 2)") {
   // 16,384 ranks on the full engine: about 2.1e7 flows and 5.8 GiB by estimate (the run holds
