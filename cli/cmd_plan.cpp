@@ -199,77 +199,75 @@ PlanQuestion question_of(const PlanArgs& a) {
   return q;
 }
 
-int run_plan(const PlanArgs& a) {
-  PlanQuestion q = question_of(a);
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
-  if (terminal)
-    q.progress = [](const PlanProgress& p) {
-      // What is left can only shrink (more is left out as the best improves): the ETA is an upper bound.
-      const double eta = p.simulated > 0 ? p.elapsed_s / double(p.decided) * double(p.total - p.decided) : 0.0;
-      std::fprintf(stderr, "\rplan: %zu/%zu layouts decided, %zu simulated, best %s per batch, at most %.0f s left   ",
-                   p.decided, p.total, p.simulated, format_time(p.best_s).c_str(), eta);
-      std::fflush(stderr);
-    };
-  const PlanReport r = plan(q);
-  if (terminal) std::fprintf(stderr, "\r%100s\r", "");
-  if (!a.svg_file.empty()) write_text_file(a.svg_file, "--svg", plan_svg(r, q.strategies));
+// On a terminal, the search's progress on one line of stderr.
+void show_progress(PlanQuestion& q) {
+  if (::isatty(STDERR_FILENO) == 0) return;
+  q.progress = [](const PlanProgress& p) {
+    // What is left can only shrink (more is left out as the best improves): the ETA is an upper bound.
+    const double eta = p.simulated > 0 ? p.elapsed_s / double(p.decided) * double(p.total - p.decided) : 0.0;
+    std::fprintf(stderr, "\rplan: %zu/%zu layouts decided, %zu simulated, best %s per batch, at most %.0f s left   ",
+                 p.decided, p.total, p.simulated, format_time(p.best_s).c_str(), eta);
+    std::fflush(stderr);
+  };
+}
+
+void print_plan_json(const PlanArgs& a, const PlanQuestion& q, const PlanReport& r) {
   const StepReport& rep = r.setup.report;
-  const int shown = std::min<int>(a.top, static_cast<int>(r.plans.size()));
+  nlohmann::ordered_json j;
+  j["config"] = {{"topology", rep.topology().name}, {"gpus", r.gpus}, {"nodes", rep.nodes()},
+                 {"gpu", rep.gpu_kind}, {"model", rep.model.name}, {"seq", q.job.seq},
+                 {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
+                 {"calibration", rep.config.calibration}, {"strategies", a.strategies},
+                 {"front_within", std::isfinite(r.front_limit_s) ? q.front_within : 0.0},
+                 {"top", q.ranked}};
+  for (const ZeroSetting& z : zero_settings) j["config"][std::string(z.json)] = q.job.*z.field;
+  j["config"]["zero_overlap_comm"] = a.zero_options.overlap_comm;
+  j["enumerated"] = r.enumerated;
+  j["evaluated"] = r.plans.size();
+  j["shared_simulations"] =
+      std::count_if(r.plans.begin(), r.plans.end(), [](const Plan& p) { return p.shared_simulation; });
+  j["pruned"] = r.pruned;
+  int feasible = 0;
+  for (const Plan& p : r.plans) feasible += p.result.memory.total() <= r.memory_limit_bytes;
+  j["feasible"] = feasible;
+  j["wall_s"] = r.wall_s;
+  j["simulation_memory_bytes"] = r.simulation_memory_bytes;
+  j["not_simulated"] = nlohmann::json::array();
+  for (const PlanCandidate& c : r.not_simulated)
+    j["not_simulated"].push_back({{"strategy", to_string(c.strategy)},
+                                  {"layout", layout_text(c)},
+                                  {"lower_bound_s", c.bound_s},
+                                  {"simulation", {{"memory_estimate_bytes", c.simulation_bytes}}},
+                                  {"memory_per_gpu_bytes", c.memory_bytes},
+                                  {"simulate_args", simulate_args(a, r, c)}});
+  j["plans"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(a, r, r.plans[i], int(i) + 1));
+  j["pareto_front"] = nlohmann::json::array();
+  for (const Plan* p : pareto_front(r.plans, r.front_limit_s)) j["pareto_front"].push_back(int(p - r.plans.data()) + 1);
+  std::cout << j.dump(2) << "\n";
+}
+
+void print_plan_csv(const PlanReport& r) {
+  std::cout << "rank,strategy,sp,batch,placement,ulysses_degree,replica_batch,dp,accumulation,zero,zero_group,"
+               "checkpointing,global_batch_s,step_s,tokens_per_s,mfu,a2a_share,memory_bytes,speedup_vs_best_ulysses\n";
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    const Plan& p = r.plans[i];
+    const StepConfig& c = p.candidate.config;
+    std::cout << i + 1 << "," << to_string(p.candidate.strategy) << "," << c.sp << "," << c.batch << ","
+              << (c.placement == Placement::strided ? "strided" : "contiguous") << "," << c.ulysses_degree << ","
+              << c.replica_batch << "," << r.gpus / c.sp << "," << p.candidate.config.accumulation << "," << c.zero
+              << "," << c.zero_group << "," << c.checkpointing << "," << shown_number(p.global_batch_s) << ","
+              << shown_number(p.result.step_s) << "," << shown_number(p.result.tokens_per_s) << ","
+              << shown_number(p.result.mfu) << "," << shown_number(p.result.a2a_share) << ","
+              << shown_number(p.result.memory.total()) << "," << shown_number(p.speedup_vs_best_ulysses) << "\n";
+  }
+}
+
+// The table's head: the question, the cluster, and why layouts were not simulated.
+void print_table_head(const PlanQuestion& q, const PlanReport& r) {
+  const StepReport& rep = r.setup.report;
   int pruned = 0;
   for (const auto& [why, n] : r.pruned) pruned += n;
-
-  if (a.format.format() == Format::json) {
-    nlohmann::ordered_json j;
-    j["config"] = {{"topology", rep.topology().name}, {"gpus", r.gpus}, {"nodes", rep.nodes()},
-                   {"gpu", rep.gpu_kind}, {"model", rep.model.name}, {"seq", q.job.seq},
-                   {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
-                   {"calibration", rep.config.calibration}, {"strategies", a.strategies},
-                   {"front_within", std::isfinite(r.front_limit_s) ? q.front_within : 0.0},
-                   {"top", q.ranked}};
-    for (const ZeroSetting& z : zero_settings) j["config"][std::string(z.json)] = q.job.*z.field;
-    j["config"]["zero_overlap_comm"] = a.zero_options.overlap_comm;
-    j["enumerated"] = r.enumerated;
-    j["evaluated"] = r.plans.size();
-    j["shared_simulations"] =
-        std::count_if(r.plans.begin(), r.plans.end(), [](const Plan& p) { return p.shared_simulation; });
-    j["pruned"] = r.pruned;
-    int feasible = 0;
-    for (const Plan& p : r.plans) feasible += p.result.memory.total() <= r.memory_limit_bytes;
-    j["feasible"] = feasible;
-    j["wall_s"] = r.wall_s;
-    j["simulation_memory_bytes"] = r.simulation_memory_bytes;
-    j["not_simulated"] = nlohmann::json::array();
-    for (const PlanCandidate& c : r.not_simulated)
-      j["not_simulated"].push_back({{"strategy", to_string(c.strategy)},
-                                    {"layout", layout_text(c)},
-                                    {"lower_bound_s", c.bound_s},
-                                    {"simulation", {{"memory_estimate_bytes", c.simulation_bytes}}},
-                                    {"memory_per_gpu_bytes", c.memory_bytes},
-                                    {"simulate_args", simulate_args(a, r, c)}});
-    j["plans"] = nlohmann::json::array();
-    for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(a, r, r.plans[i], int(i) + 1));
-    j["pareto_front"] = nlohmann::json::array();
-    for (const Plan* p : pareto_front(r.plans, r.front_limit_s))
-      j["pareto_front"].push_back(int(p - r.plans.data()) + 1);
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  if (a.format.format() == Format::csv) {
-    std::cout << "rank,strategy,sp,batch,placement,ulysses_degree,replica_batch,dp,accumulation,zero,zero_group,"
-                 "checkpointing,global_batch_s,step_s,tokens_per_s,mfu,a2a_share,memory_bytes,speedup_vs_best_ulysses\n";
-    for (std::size_t i = 0; i < r.plans.size(); ++i) {
-      const Plan& p = r.plans[i];
-      const StepConfig& c = p.candidate.config;
-      std::cout << i + 1 << "," << to_string(p.candidate.strategy) << "," << c.sp << "," << c.batch << ","
-                << (c.placement == Placement::strided ? "strided" : "contiguous") << "," << c.ulysses_degree << ","
-                << c.replica_batch << "," << r.gpus / c.sp << "," << p.candidate.config.accumulation << "," << c.zero
-                << "," << c.zero_group << "," << c.checkpointing << "," << shown_number(p.global_batch_s) << ","
-                << shown_number(p.result.step_s) << "," << shown_number(p.result.tokens_per_s) << ","
-                << shown_number(p.result.mfu) << "," << shown_number(p.result.a2a_share) << ","
-                << shown_number(p.result.memory.total()) << "," << shown_number(p.speedup_vs_best_ulysses) << "\n";
-    }
-    return 0;
-  }
   std::printf("# plan: %s, %ld tokens per sequence, %ld sequences per optimizer step\n", rep.model.name.c_str(),
               q.job.seq, q.global_batch);
   std::printf("# on %s: %d GPUs (%d nodes x %d %s), memory limit %s per GPU, calibration %s\n",
@@ -284,18 +282,45 @@ int run_plan(const PlanArgs& a) {
   std::printf("), in %.2f s\n#\n", r.wall_s);
   std::printf("%4s %-8s %-26s %5s %6s %-9s %4s %11s %12s %6s %6s %10s %8s\n", "rank", "strategy", "layout", "DP",
               "accum", "ZeRO", "ckpt", "per batch", "tokens/s", "MFU", "a2a", "memory", "vs Uly.");
-  auto row = [&](const Plan& p, int rank) {
-    const StepConfig& c = p.candidate.config;
-    const std::string zero = zero_text(c);
-    char speedup[16] = "-";
-    if (p.speedup_vs_best_ulysses > 0) std::snprintf(speedup, sizeof speedup, "%.3fx", p.speedup_vs_best_ulysses);
-    std::printf("%4d %-8s %-26s %5d %6ld %-9s %4s %11s %12.4g %5.1f%% %5.1f%% %10s %8s\n", rank,
-                std::string(to_string(p.candidate.strategy)).c_str(), layout_text(p.candidate).c_str(), r.gpus / c.sp,
-                p.candidate.config.accumulation, zero.c_str(), c.checkpointing ? "yes" : "no",
-                format_time(p.global_batch_s).c_str(), p.result.tokens_per_s, 100 * p.result.mfu,
-                100 * p.result.a2a_share, format_bytes(p.result.memory.total()).c_str(), speedup);
-  };
-  for (int i = 0; i < shown; ++i) row(r.plans[i], i + 1);
+}
+
+// One plan's row, `rank` its place among all simulated plans.
+void print_plan_row(const PlanReport& r, const Plan& p, int rank) {
+  const StepConfig& c = p.candidate.config;
+  const std::string zero = zero_text(c);
+  char speedup[16] = "-";
+  if (p.speedup_vs_best_ulysses > 0) std::snprintf(speedup, sizeof speedup, "%.3fx", p.speedup_vs_best_ulysses);
+  std::printf("%4d %-8s %-26s %5d %6ld %-9s %4s %11s %12.4g %5.1f%% %5.1f%% %10s %8s\n", rank,
+              std::string(to_string(p.candidate.strategy)).c_str(), layout_text(p.candidate).c_str(), r.gpus / c.sp,
+              p.candidate.config.accumulation, zero.c_str(), c.checkpointing ? "yes" : "no",
+              format_time(p.global_batch_s).c_str(), p.result.tokens_per_s, 100 * p.result.mfu,
+              100 * p.result.a2a_share, format_bytes(p.result.memory.total()).c_str(), speedup);
+}
+
+// The layouts too large to simulate, by bound, and whether one of them might have won.
+void print_not_simulated(const PlanReport& r, int top) {
+  const PlanCandidate& fastest = r.not_simulated.front();  // by bound
+  const bool could_win = fastest.bound_s < r.plans.front().global_batch_s;
+  std::printf("#\n# %zu layouts not simulated: each alone would need more than %s of host memory (--sim-memory);\n"
+              "# %s; the bests per strategy and the Pareto front cover the simulated layouts only\n",
+              r.not_simulated.size(), format_bytes(r.simulation_memory_bytes).c_str(),
+              could_win ? "one of them might beat the best plan above" : "none could beat the best plan above");
+  std::printf("# %-13s %-26s %-9s %4s %16s %12s %11s\n", "strategy", "layout", "ZeRO", "ckpt", "per batch >=",
+              "host memory", "GPU memory");
+  for (std::size_t i = 0; i < r.not_simulated.size() && int(i) < top; ++i) {
+    const PlanCandidate& c = r.not_simulated[i];
+    const std::string zero = zero_text(c.config);
+    std::printf("# %-13s %-26s %-9s %4s %16s %12s %11s\n", std::string(to_string(c.strategy)).c_str(),
+                layout_text(c).c_str(), zero.c_str(), c.config.checkpointing ? "yes" : "no",
+                format_time(c.bound_s).c_str(), format_bytes(c.simulation_bytes).c_str(),
+                format_bytes(c.memory_bytes).c_str());
+  }
+}
+
+void print_plan_table(const PlanArgs& a, const PlanQuestion& q, const PlanReport& r) {
+  print_table_head(q, r);
+  const int shown = std::min<int>(a.top, static_cast<int>(r.plans.size()));
+  for (int i = 0; i < shown; ++i) print_plan_row(r, r.plans[i], i + 1);
   if (shown < int(r.plans.size()))
     std::printf("# ranks 1-%d are exactly the %d fastest layouts that fit (--top); %zu more plans were simulated\n"
                 "# to settle the bests per strategy and the Pareto front (--json lists them; their ranks may skip layouts)\n",
@@ -304,7 +329,7 @@ int run_plan(const PlanArgs& a) {
   for (Strategy s : q.strategies)
     for (std::size_t i = 0; i < r.plans.size(); ++i)
       if (r.plans[i].candidate.strategy == s) {
-        row(r.plans[i], int(i) + 1);
+        print_plan_row(r, r.plans[i], int(i) + 1);
         break;
       }
   if (std::isfinite(r.front_limit_s))
@@ -313,28 +338,24 @@ int run_plan(const PlanArgs& a) {
                 q.front_within, format_time(r.front_limit_s).c_str());
   else
     std::printf("#\n# Pareto front: throughput against memory per GPU (none is faster with less memory)\n");
-  for (const Plan* p : pareto_front(r.plans, r.front_limit_s)) row(*p, int(p - r.plans.data()) + 1);
-  if (!r.not_simulated.empty()) {
-    const PlanCandidate& fastest = r.not_simulated.front();  // by bound
-    const bool could_win = fastest.bound_s < r.plans.front().global_batch_s;
-    std::printf("#\n# %zu layouts not simulated: each alone would need more than %s of host memory (--sim-memory);\n"
-                "# %s; the bests per strategy and the Pareto front cover the simulated layouts only\n",
-                r.not_simulated.size(), format_bytes(r.simulation_memory_bytes).c_str(),
-                could_win ? "one of them might beat the best plan above" : "none could beat the best plan above");
-    std::printf("# %-13s %-26s %-9s %4s %16s %12s %11s\n", "strategy", "layout", "ZeRO", "ckpt", "per batch >=",
-                "host memory", "GPU memory");
-    for (std::size_t i = 0; i < r.not_simulated.size() && int(i) < a.top; ++i) {
-      const PlanCandidate& c = r.not_simulated[i];
-      const std::string zero = zero_text(c.config);
-      std::printf("# %-13s %-26s %-9s %4s %16s %12s %11s\n", std::string(to_string(c.strategy)).c_str(),
-                  layout_text(c).c_str(), zero.c_str(), c.config.checkpointing ? "yes" : "no",
-                  format_time(c.bound_s).c_str(), format_bytes(c.simulation_bytes).c_str(),
-                  format_bytes(c.memory_bytes).c_str());
-    }
-  }
+  for (const Plan* p : pareto_front(r.plans, r.front_limit_s)) print_plan_row(r, *p, int(p - r.plans.data()) + 1);
+  if (!r.not_simulated.empty()) print_not_simulated(r, a.top);
   std::printf("#\n# reproduce the best: basp simulate");
   for (const std::string& arg : simulate_args(a, r, r.plans.front().candidate)) std::printf(" %s", arg.c_str());
   std::printf("\n");
+}
+
+int run_plan(const PlanArgs& a) {
+  PlanQuestion q = question_of(a);
+  show_progress(q);
+  const PlanReport r = plan(q);
+  if (q.progress) std::fprintf(stderr, "\r%100s\r", "");
+  if (!a.svg_file.empty()) write_text_file(a.svg_file, "--svg", plan_svg(r, q.strategies));
+  switch (a.format.format()) {
+    case Format::json: print_plan_json(a, q, r); break;
+    case Format::csv: print_plan_csv(r); break;
+    case Format::table: print_plan_table(a, q, r); break;
+  }
   return 0;
 }
 

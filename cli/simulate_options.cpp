@@ -2,6 +2,7 @@
 // take K (×1024) and M (×1024²) suffixes (parse_tokens), as people write them ("16K", "128K").
 #include "simulate_options.hpp"
 
+#include "engine_sizing.hpp"
 #include "input_error.hpp"
 #include "units.hpp"
 

@@ -3,6 +3,7 @@
 #include "step_report.hpp"
 
 #include "simulate_options.hpp"
+#include "zero_plan.hpp"
 #include "units.hpp"
 
 #include <cstdio>

@@ -2,8 +2,12 @@
 // (memory never drops a plan that fits; duplicates simulate alike), determinism over threads,
 // simulate_args reproducing a plan, and bad input exiting 2.
 #include "cli_helpers.hpp"
+#include "engine_sizing.hpp"
 #include "memory_model.hpp"
 #include "plan.hpp"
+#include "run_cache.hpp"
+#include "step_bounds.hpp"
+#include "strategy_run.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -5,6 +5,7 @@
 
 #include "input_error.hpp"
 #include "cost_model.hpp"
+#include "engine_sizing.hpp"
 #include "gpu_kind.hpp"
 #include "model.hpp"
 #include "step_graph.hpp"

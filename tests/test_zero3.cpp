@@ -14,6 +14,7 @@
 #include "model.hpp"
 #include "step_graph.hpp"
 #include "strategy.hpp"
+#include "zero3_trace.hpp"
 
 using namespace basp;
 

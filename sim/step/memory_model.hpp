@@ -4,7 +4,7 @@
 
 #include "model.hpp"
 #include "strategy.hpp"
-#include "step_graph.hpp"
+#include "zero_plan.hpp"
 
 namespace basp {
 

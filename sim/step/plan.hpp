@@ -4,6 +4,7 @@
 
 #include "step_config.hpp"
 #include "step_run.hpp"
+#include "step_setup.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -86,6 +87,9 @@ struct PlanReport {
 // The layouts to simulate, in a fixed order; what is left out is counted in `pruned` by reason.
 std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetup& setup, int gpus,
                                            double memory_limit_bytes, std::map<std::string, int>& pruned);
+// Two layouts with equal keys build the same step graph (e.g. SP×DP and Ulysses of the same
+// degree, BASP with one group and Ulysses): only the first is simulated.
+std::string layout_key(const Layout& layout, const StepConfig& config);
 
 // Throws InputError (exit 2) unless `front_within` is 0 (no limit) or at least 1.
 void check_front_within(double front_within);

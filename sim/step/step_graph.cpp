@@ -5,6 +5,7 @@
 
 #include "collective_bounds.hpp"
 #include "collectives.hpp"
+#include "zero3_trace.hpp"
 
 #include <algorithm>
 #include <array>
@@ -29,13 +30,6 @@ constexpr std::array<LabelInfo, 20> labels = {{
     {"zero all-gather", SpanKind::zero_gather}, {"zero reduce-scatter", SpanKind::zero_reduce},
     {"zero all-reduce", SpanKind::zero_reduce},
 }};
-
-Work times(Work w, double k) {
-  w.time_s *= k;
-  w.flops *= k;
-  w.model_flops *= k;
-  return w;
-}
 
 constexpr std::uint8_t forward = 0, recompute = 1, backward = 2;
 
@@ -373,119 +367,10 @@ class StepBuilder {
   StepTasks out_;
 };
 
-
-// Module hooks DeepSpeed runs at each use (Hugging Face Llama; each may prefetch a bucket).
-// Forward: the embedding: the model's root, its decoder stack, embed_tokens and rotary_emb;
-// pre-attention: the decoder layer, input_layernorm, self_attn, q_proj, k_proj, v_proj (and
-// q_norm, k_norm where the model has them); post-attention: o_proj, post_attention_layernorm,
-// mlp, gate_proj, up_proj, act_fn, down_proj; the head: the final norm and lm_head. Backward
-// hooks fire in reverse, and the decoder layer's and self_attn's before the MLP's: 9 at the
-// output and MLP, 4 (6) at the attention inputs; the head 2, the embedding 1.
-int deepspeed_hooks(const ModelSpec& m, Zero3Use what, bool backward) {
-  const int qk_norms = m.qk_norm ? 2 : 0;
-  switch (what) {
-    case Zero3Use::embedding: return backward ? 1 : 4;
-    case Zero3Use::head: return 2;
-    case Zero3Use::attention_inputs: return (backward ? 4 : 6) + qk_norms;
-    default: return backward ? 9 : 7;
-  }
-}
-
 }  // namespace
-
-std::size_t zero3_unit(const ModelSpec& m, Zero3Use what, int layer) {
-  switch (what) {
-    case Zero3Use::embedding: return 0;
-    case Zero3Use::head: return m.tied_embeddings ? 0 : 1;
-    case Zero3Use::attention_inputs: return 2 + 2 * std::size_t(layer);
-    default: return 3 + 2 * std::size_t(layer);
-  }
-}
-
-int zero3_gathers_per_layer(bool checkpointing) { return checkpointing ? 6 : 4; }
-
-Zero3Trace zero3_trace(const ModelSpec& m, const StepCosts& costs, bool checkpointing) {
-  Zero3Trace t;
-  const int all = m.layers;
-  t.unit_elements.assign(2 + 2 * std::size_t(all), 0.0);
-  t.unit_elements[0] = costs.embedding_gathered;
-  double& head = t.unit_elements[zero3_unit(m, Zero3Use::head, -1)];
-  head = std::max(head, costs.head_gathered);
-  for (int l = 0; l < all; ++l) {
-    t.unit_elements[zero3_unit(m, Zero3Use::attention_inputs, l)] = costs.attention_inputs_gathered;
-    t.unit_elements[zero3_unit(m, Zero3Use::output_and_mlp, l)] = costs.layer_gathered - costs.attention_inputs_gathered;
-  }
-  const auto use = [&](Zero3Use what, int layer, bool backward) {
-    t.uses.push_back({zero3_unit(m, what, layer), deepspeed_hooks(m, what, backward)});
-  };
-  use(Zero3Use::embedding, -1, false);
-  for (int l = 0; l < all; ++l) {
-    use(Zero3Use::attention_inputs, l, false);
-    use(Zero3Use::output_and_mlp, l, false);
-  }
-  use(Zero3Use::head, -1, false);
-  use(Zero3Use::head, -1, true);
-  for (int l = all - 1; l >= 0; --l) {
-    if (checkpointing) {  // the recomputation runs the layer's forward, with its hooks
-      use(Zero3Use::attention_inputs, l, false);
-      use(Zero3Use::output_and_mlp, l, false);
-    }
-    use(Zero3Use::output_and_mlp, l, true);
-    use(Zero3Use::attention_inputs, l, true);
-  }
-  use(Zero3Use::embedding, -1, true);  // its scatter-add needs no weights, but DeepSpeed's hook fetches them
-  return t;
-}
 
 std::string_view span_name(Label label) { return labels[static_cast<int>(label)].name; }
 SpanKind span_kind(Label label) { return labels[static_cast<int>(label)].kind; }
-
-StepCosts step_costs(const CostModel& cost, const Layout& l, const ZeroPlan& zero) {
-  const ModelSpec& m = cost.model;
-  StepCosts c;
-  const double t = l.tokens_per_rank;
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool bwd = pass == 1;
-    c.embedding[pass] = cost.embedding(t, bwd);
-    c.pre_attention[pass] = cost.pre_attention(t, bwd);
-    c.post_attention[pass] = cost.post_attention(t, bwd);
-    c.attention_block[pass] =
-        times(cost.attention(l.attention_heads, l.block_queries, l.block_keys, 0.5, bwd), l.attention_blocks);
-    c.lm_head[pass] = cost.lm_head_and_loss(t, bwd);
-  }
-  c.layer_parameters = layer_parameters(m);
-  const double table = double(m.vocab) * m.hidden;
-  const double final_norm = embedding_parameters(m) - table * (m.tied_embeddings ? 1 : 2);
-  c.embedding_parameters = table;
-  c.head_parameters = table + final_norm;  // tied: the shared table is gathered again for the head
-  c.head_gradients = (m.tied_embeddings ? 0.0 : table) + final_norm;
-  // Tensors under the persistence threshold stay whole on every rank: only the others are gathered.
-  const auto gathered = [&](double elements) { return elements >= zero.persistence_threshold ? elements : 0.0; };
-  c.layer_gathered = layer_parameters_at_least(m, zero.persistence_threshold);
-  c.attention_inputs_gathered = attention_input_parameters_at_least(m, zero.persistence_threshold);
-  c.embedding_gathered = gathered(table);
-  c.head_gathered = gathered(table) + gathered(final_norm);
-  const double shard = zero.stage == 0 ? 1.0 : zero.shard_ranks;
-  c.optimizer = cost.optimizer(total_parameters(m) / shard);
-  for (int pass = 0; pass < 2; ++pass)
-    c.model_flops += m.layers * (c.pre_attention[pass].model_flops + c.post_attention[pass].model_flops +
-                                 l.ring_size * c.attention_block[pass].model_flops) +
-                     c.lm_head[pass].model_flops + c.embedding[pass].model_flops;
-  return c;
-}
-
-ZeroGroups zero_groups(int ranks, const ZeroPlan& z) {
-  ZeroGroups out;
-  for (int g = 0; g < ranks / z.shard_ranks; ++g) {
-    out.shard.emplace_back();
-    for (int i = 0; i < z.shard_ranks; ++i) out.shard.back().push_back(g * z.shard_ranks + i);
-  }
-  for (int i = 0; i < z.shard_ranks && ranks > z.shard_ranks; ++i) {
-    out.replica.emplace_back();
-    for (int g = 0; g < ranks / z.shard_ranks; ++g) out.replica.back().push_back(g * z.shard_ranks + i);
-  }
-  return out;
-}
 
 std::vector<TrafficGroups> step_traffic(const Layout& layout, const ZeroGroups& zero) {
   std::vector<TrafficGroups> t{{&zero.shard, GroupTraffic::nccl_rings}};
@@ -523,19 +408,6 @@ double a2a_wait_s(const Engine& engine, const StepTasks& tasks, const Layout& la
     }
   }
   return total / layout.ranks;
-}
-
-ExchangeFlows exchange_flows_per_layer(const Layout& l, bool checkpointing) {
-  const double passes = checkpointing ? 3 : 2;
-  return {double(l.a2a_groups.size()) * l.a2a_size * (l.a2a_size - 1) * 4 * passes,
-          double(l.ring_groups.size()) * l.ring_size * l.ring_size * passes};
-}
-
-double flows_per_layer(const Layout& l, bool checkpointing, const Topology& topo) {
-  const auto [a2a, ring] = exchange_flows_per_layer(l, checkpointing);
-  // ZeRO-3 gathers and a reduction: ring edges, one channel per NIC at most.
-  const double zero = (zero3_gathers_per_layer(checkpointing) + 1.0) * l.ranks * std::max(1, topo.gpus_per_node);
-  return a2a + ring + zero;
 }
 
 }  // namespace basp

@@ -5,21 +5,16 @@
 
 #include "calibration.hpp"
 #include "cluster_part.hpp"
-#include "collective_bounds.hpp"
 #include "engine.hpp"
-#include "gpu_kind.hpp"
 #include "memory_model.hpp"
 #include "model.hpp"
 #include "rank_fold.hpp"
-#include "routing.hpp"
 #include "step_config.hpp"
 #include "step_figures.hpp"
 #include "strategy.hpp"
 #include "topology.hpp"
 
 #include <array>
-#include <cstdint>
-#include <deque>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -106,116 +101,8 @@ struct StepOptions {
   EngineProgress* engine_progress = nullptr;
 };
 
-// 3/4 of this machine's physical memory, or of the memory cgroup's limit where that is lower
-// (containers): room for the process, the topology and the page cache besides the engines
-// (8 GiB where the system does not say).
-double host_memory_budget_bytes();
-// A memory cgroup's limit from its v2 `memory.max` file, else its v1 `memory.limit_in_bytes`
-// file (the first that can be read); none when unlimited or unreadable.
-std::optional<double> cgroup_memory_limit_bytes(const std::string& v2_max, const std::string& v1_limit);
-
-// The ZeRO plan a configuration asks for (stage, shard group, DeepSpeed's bucket and threshold).
-ZeroPlan zero_plan(const StepConfig& c);
-
 // Throws InputError for bad input (exit 2).
 StepReport simulate_step(const StepConfig& config, const StepOptions& options = {});
-
-// The cluster (built and calibrated), model and GPU of a config, loaded once for many layouts
-// (basp plan): simulate_step loads them per call. `report` has no results and unresolved sizes.
-struct StepSetup {
-  StepReport report;
-  const GpuKind* gpu = nullptr;
-};
-StepSetup prepare_step(const StepConfig& config);
-// The job's sizes resolved (GPUs, SP degree, ZeRO group; 0: their defaults) and checked against
-// the topology: what every strategy of `config` shares. Throws InputError (exit 2).
-void resolve_job(StepConfig& config, const StepReport& cluster);
-void resolve_job(StepConfig& config, int available_gpus, const std::string& topology);
-// What runs on one cluster keep from one layout to the next (one per thread): the node moves
-// choose_fold derived, the folds of the latest traffic patterns (matched exactly) with the call
-// bounds worked out on them, and the routes found. None of it changes a result: each is what
-// would be derived again.
-class RunCache {
- public:
-  MoveCache moves, skeleton_moves;
-  // What one strategy runs on: the whole topology, or a part of a template (its ranks the
-  // cluster's), and the fold on its links.
-  struct Network {
-    const Topology& topo;
-    const FoldChoice& choice;
-    CallBounds& bounds;  // the calls' bounds worked out on this fold so far (step_lower_bound_s)
-  };
-  // The network and fold for a traffic pattern, valid until the next call. `parts`: a template
-  // with a skeleton runs on a part where the class engine applies; a part built for an earlier
-  // pattern is reused when it holds the nodes this one needs (routes found on it stay).
-  Network network(EngineMode mode, const ClusterBuilds& cluster, int ranks, std::span<const TrafficGroups> traffic,
-                  bool parts);
-  Router& router(const Topology& topo);
-  // The period of the finest translation of the cluster that keeps the topology and one call's
-  // traffic alone (choose_fold on that traffic; `ranks` when there is none): ranks r and
-  // r mod period then have the same call bounds. A step's fold keeps all its calls' traffic, so
-  // this is often finer (strided groups rotate within their SP group; ZeRO's rings shift).
-  int call_period(EngineMode mode, const ClusterBuilds& cluster, int ranks, const TrafficGroups& traffic, bool parts);
-  // false: step_lower_bound_s works out every rank class's lines itself (tests compare the two).
-  bool call_periods = true;
-
- private:
-  // The router of the topology last routed on that is not a kept part (the whole topology, or a
-  // part only a pattern still holds, kept alive with it).
-  std::shared_ptr<const Topology> routed_part_;
-  const Topology* routed_ = nullptr;
-  std::unique_ptr<Router> router_;
-  struct Part {
-    std::shared_ptr<const Topology> topo;
-    std::vector<int> nodes;
-    std::unique_ptr<Router> router;  // made when first asked for
-    std::shared_ptr<TransferLineStore> lines = std::make_shared<TransferLineStore>();  // its patterns' calls
-  };
-  std::shared_ptr<TransferLineStore> whole_lines_;  // the calls of patterns on the whole topology
-  std::deque<Part> parts_;  // most recent first
-  std::shared_ptr<const Topology> part_holding(const ClusterBuilds& cluster, const std::vector<int>& nodes);
-  struct Pattern {
-    EngineMode mode;
-    int ranks;
-    bool parts;
-    std::vector<std::pair<GroupTraffic, std::vector<std::vector<int>>>> traffic;
-    std::shared_ptr<const Topology> part;  // null: the whole topology
-    FoldChoice choice;
-    std::unique_ptr<CallBounds> bounds;
-    std::size_t bytes() const;  // host memory held, roughly
-  };
-  const ClusterBuilds* cluster_ = nullptr;
-  std::deque<Pattern> patterns_;  // most recent first
-  struct CallPeriod {
-    EngineMode mode;
-    int ranks;
-    bool parts;
-    GroupTraffic traffic;
-    std::vector<std::vector<int>> groups;
-    int period;
-  };
-  std::deque<CallPeriod> call_periods_;  // most recent first, 64 kept
-  const ClusterBuilds* periods_cluster_ = nullptr;  // the cluster they belong to
-};
-
-// One strategy of `config` (whose topology, model and calibration must be the setup's) exactly
-// as simulate_step runs it, without the Ulysses baseline. Thread-safe for distinct caches.
-StrategyResult simulate_strategy(const StepSetup& setup, const StepConfig& config, Strategy strategy,
-                                 RunCache& cache);
-// What no simulation of that strategy's whole step (global_batch_s: all its micro-steps) can
-// beat: the step graph with every call replaced by its per-rank bound (collective_bounds.hpp), a
-// critical path over all layers, to the optimizer for the micro-steps that accumulate. (A
-// simulation that builds a window of layers extrapolates the rest: its step may differ from the
-// whole step's by that extrapolation's error.)
-double step_lower_bound_s(const StepSetup& setup, const StepConfig& config, Strategy strategy, RunCache& cache);
-// Equal for layouts on the same traffic pattern (the groups of their calls), which share a
-// RunCache's fold and call bounds: basp plan works out such layouts' bounds on one thread.
-std::uint64_t traffic_pattern_hash(const StepSetup& setup, const StepConfig& config, Strategy strategy);
-// An estimate of the host memory simulate_strategy's engine will hold for that layout (a test
-// holds it above Engine::memory_bytes after the run; transient copies while arrays grow are not
-// seen there): what basp plan schedules and refuses simulations by.
-double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config, Strategy strategy,
-                               RunCache& cache);
 // The same under a calibration given as values (a fit trying parameters), not named by the config.
 StepReport simulate_step(const StepConfig& config, const Calibration& calibration,
                          const StepOptions& options = {});
