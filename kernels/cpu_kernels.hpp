@@ -8,11 +8,13 @@ namespace basp::kernels::cpu {
 
 // [tokens][heads][dh] → [peer][tokens][heads_per_peer][dh] (the all-to-all's send buffer).
 void scatter_heads_to_peers(const float* src, float* send, const ExchangeShape& s, long heads);
-// [peer][nseq][chunk][hp][dh] (received) → [nseq][peers·chunk][hp][dh]: whole sequences.
-void gather_tokens_from_peers(const float* recv, float* dst, const ExchangeShape& s, long hp);
-// The reverse of gather_tokens_from_peers: [nseq][S][hp][dh] → [peer][nseq][chunk][hp][dh].
-void scatter_tokens_to_peers(const float* src, float* send, const ExchangeShape& s, long hp);
-// The reverse of scatter_heads_to_peers: [peer][tokens][hp][dh] → [tokens][heads][dh]. Heads that
+// [peer][nseq][chunk][heads_per_peer][dh] (received) → [nseq][peers·chunk][heads_per_peer][dh]:
+// whole sequences.
+void gather_tokens_from_peers(const float* recv, float* dst, const ExchangeShape& s, long heads_per_peer);
+// The reverse of gather_tokens_from_peers: [nseq][S][heads_per_peer][dh] →
+// [peer][nseq][chunk][heads_per_peer][dh].
+void scatter_tokens_to_peers(const float* src, float* send, const ExchangeShape& s, long heads_per_peer);
+// The reverse of scatter_heads_to_peers: [peer][tokens][heads_per_peer][dh] → [tokens][heads][dh]. Heads that
 // several peers hold (replicated KV heads) get the sum of their gradients; dst is overwritten.
 void gather_heads_from_peers(const float* recv, float* dst, const ExchangeShape& s, long heads);
 

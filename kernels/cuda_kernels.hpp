@@ -17,9 +17,9 @@ using bf16 = __nv_bfloat16;
 // Same layouts and semantics as the CPU twins; every call is asynchronous on `stream`.
 void scatter_heads_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long heads,
                             cudaStream_t stream);
-void gather_tokens_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long hp,
+void gather_tokens_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long heads_per_peer,
                               cudaStream_t stream);
-void scatter_tokens_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long hp,
+void scatter_tokens_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long heads_per_peer,
                              cudaStream_t stream);
 // Replicated heads' gradients are summed in fp32, then rounded once.
 void gather_heads_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long heads,

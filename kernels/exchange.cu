@@ -16,13 +16,13 @@ __device__ long peer_first_head(long heads, int peers, int j) {
   return (long(j) * heads) / peers;
 }
 
-__global__ void scatter_heads_to_peers_kernel(const bf16* src, bf16* send, long tokens, long heads, long hp,
-                                              int peers, long dh) {
-  const long total = long(peers) * tokens * hp * dh;
+__global__ void scatter_heads_to_peers_kernel(const bf16* src, bf16* send, long tokens, long heads,
+                                              long heads_per_peer, int peers, long dh) {
+  const long total = long(peers) * tokens * heads_per_peer * dh;
   for (long n = first_thread_index(); n < total; n += grid_thread_count()) {
     const long e = n % dh, row = n / dh;
-    const long head_in_peer = row % hp, t = (row / hp) % tokens;
-    const int j = int(row / hp / tokens);
+    const long head_in_peer = row % heads_per_peer, t = (row / heads_per_peer) % tokens;
+    const int j = int(row / heads_per_peer / tokens);
     const long h = peer_first_head(heads, peers, j) + head_in_peer;
     send[n] = src[(t * heads + h) * dh + e];
   }
@@ -48,25 +48,25 @@ __global__ void scatter_tokens_to_peers_kernel(const bf16* src, bf16* send, long
   }
 }
 
-// First peer whose heads [peer_first_head, +hp) can contain head h: peer_first_head(j) =
-// floor(j·heads/peers) >= h-hp+1  ⇔  j·heads >= (h-hp+1)·peers.
-__device__ int first_possible_holder(long h, long heads, int peers, long hp) {
-  const long lowest_start = h - hp + 1;
+// First peer whose heads [peer_first_head, +heads_per_peer) can contain head h: peer_first_head(j) =
+// floor(j·heads/peers) >= h-heads_per_peer+1  ⇔  j·heads >= (h-heads_per_peer+1)·peers.
+__device__ int first_possible_holder(long h, long heads, int peers, long heads_per_peer) {
+  const long lowest_start = h - heads_per_peer + 1;
   return lowest_start <= 0 ? 0 : int(ceil_div(lowest_start * peers, heads));
 }
 
 // Each output element sums its holders directly (fp32, one rounding), so no atomics are needed
 // and the result does not depend on scheduling.
-__global__ void gather_heads_from_peers_kernel(const bf16* recv, bf16* dst, long tokens, long heads, long hp,
-                                               int peers, long dh) {
+__global__ void gather_heads_from_peers_kernel(const bf16* recv, bf16* dst, long tokens, long heads,
+                                               long heads_per_peer, int peers, long dh) {
   const long total = tokens * heads * dh;
   for (long n = first_thread_index(); n < total; n += grid_thread_count()) {
     const long e = n % dh, h = (n / dh) % heads, t = n / dh / heads;
     float sum = 0.0f;
-    for (int j = first_possible_holder(h, heads, peers, hp); j < peers; ++j) {
+    for (int j = first_possible_holder(h, heads, peers, heads_per_peer); j < peers; ++j) {
       const long h0 = peer_first_head(heads, peers, j);
       if (h0 > h) break;  // starts only grow with j
-      sum += __bfloat162float(recv[((j * tokens + t) * hp + (h - h0)) * dh + e]);
+      sum += __bfloat162float(recv[((j * tokens + t) * heads_per_peer + (h - h0)) * dh + e]);
     }
     dst[n] = __float2bfloat16(sum);
   }
@@ -79,25 +79,26 @@ __global__ void gather_heads_from_peers_kernel(const bf16* recv, bf16* dst, long
 
 void scatter_heads_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long heads,
                             cudaStream_t stream) {
-  const long hp = heads_per_peer(heads, s.peers), total = long(s.peers) * s.tokens() * hp * s.head_dim;
+  const long heads_per_peer = kernels::heads_per_peer(heads, s.peers);
+  const long total = long(s.peers) * s.tokens() * heads_per_peer * s.head_dim;
   if (total == 0) return;
   scatter_heads_to_peers_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(
-      src, send, s.tokens(), heads, hp, s.peers, s.head_dim);
+      src, send, s.tokens(), heads, heads_per_peer, s.peers, s.head_dim);
   check_launch("scatter_heads_to_peers_kernel");
 }
 
-void gather_tokens_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long hp,
+void gather_tokens_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long heads_per_peer,
                               cudaStream_t stream) {
-  const long row = hp * s.head_dim, total = s.nseq * s.seq_len() * row;
+  const long row = heads_per_peer * s.head_dim, total = s.nseq * s.seq_len() * row;
   if (total == 0) return;
   gather_tokens_from_peers_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(
       recv, dst, s.nseq, s.chunk, s.peers, row);
   check_launch("gather_tokens_from_peers_kernel");
 }
 
-void scatter_tokens_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long hp,
+void scatter_tokens_to_peers(const bf16* src, bf16* send, const ExchangeShape& s, long heads_per_peer,
                              cudaStream_t stream) {
-  const long row = hp * s.head_dim, total = s.nseq * s.seq_len() * row;
+  const long row = heads_per_peer * s.head_dim, total = s.nseq * s.seq_len() * row;
   if (total == 0) return;
   scatter_tokens_to_peers_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(
       src, send, s.nseq, s.chunk, s.peers, row);
@@ -106,10 +107,11 @@ void scatter_tokens_to_peers(const bf16* src, bf16* send, const ExchangeShape& s
 
 void gather_heads_from_peers(const bf16* recv, bf16* dst, const ExchangeShape& s, long heads,
                              cudaStream_t stream) {
-  const long hp = heads_per_peer(heads, s.peers), total = s.tokens() * heads * s.head_dim;
+  const long heads_per_peer = kernels::heads_per_peer(heads, s.peers);
+  const long total = s.tokens() * heads * s.head_dim;
   if (total == 0) return;
   gather_heads_from_peers_kernel<<<elementwise_blocks(total), kElementThreads, 0, stream>>>(
-      recv, dst, s.tokens(), heads, hp, s.peers, s.head_dim);
+      recv, dst, s.tokens(), heads, heads_per_peer, s.peers, s.head_dim);
   check_launch("gather_heads_from_peers_kernel");
 }
 

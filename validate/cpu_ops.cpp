@@ -46,12 +46,12 @@ void CpuOps::scatter_heads_to_peers(const Buffer& src, Buffer& send, const kerne
   kernels::cpu::scatter_heads_to_peers(src.data(), send.data(), s, heads);
 }
 void CpuOps::gather_tokens_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s,
-                                      long hp) {
-  kernels::cpu::gather_tokens_from_peers(recv.data(), dst.data(), s, hp);
+                                      long heads_per_peer) {
+  kernels::cpu::gather_tokens_from_peers(recv.data(), dst.data(), s, heads_per_peer);
 }
 void CpuOps::scatter_tokens_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s,
-                                     long hp) {
-  kernels::cpu::scatter_tokens_to_peers(src.data(), send.data(), s, hp);
+                                     long heads_per_peer) {
+  kernels::cpu::scatter_tokens_to_peers(src.data(), send.data(), s, heads_per_peer);
 }
 void CpuOps::gather_heads_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s,
                                      long heads) {

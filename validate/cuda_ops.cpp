@@ -159,12 +159,12 @@ void CudaOps::scatter_heads_to_peers(const Buffer& src, Buffer& send, const kern
   kernels::cuda::scatter_heads_to_peers(src.bf16(), send.bf16(), s, heads, stream);
 }
 void CudaOps::gather_tokens_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s,
-                                       long hp) {
-  kernels::cuda::gather_tokens_from_peers(recv.bf16(), dst.bf16(), s, hp, stream);
+                                       long heads_per_peer) {
+  kernels::cuda::gather_tokens_from_peers(recv.bf16(), dst.bf16(), s, heads_per_peer, stream);
 }
 void CudaOps::scatter_tokens_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s,
-                                      long hp) {
-  kernels::cuda::scatter_tokens_to_peers(src.bf16(), send.bf16(), s, hp, stream);
+                                      long heads_per_peer) {
+  kernels::cuda::scatter_tokens_to_peers(src.bf16(), send.bf16(), s, heads_per_peer, stream);
 }
 void CudaOps::gather_heads_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s,
                                       long heads) {

@@ -79,8 +79,10 @@ struct CudaOps {
   void rotary(Buffer& x, const kernels::ExchangeShape& s, long heads, long first_position, double theta,
               bool inverse);
   void scatter_heads_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s, long heads);
-  void gather_tokens_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s, long hp);
-  void scatter_tokens_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s, long hp);
+  void gather_tokens_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s,
+                                long heads_per_peer);
+  void scatter_tokens_to_peers(const Buffer& src, Buffer& send, const kernels::ExchangeShape& s,
+                               long heads_per_peer);
   void gather_heads_from_peers(const Buffer& recv, Buffer& dst, const kernels::ExchangeShape& s, long heads);
   void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, Buffer& o, Buffer& lse,
                          const kernels::AttentionShape& a);
