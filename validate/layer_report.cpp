@@ -132,6 +132,55 @@ void print_layer_table(std::ostream& out, const LayerReport& r) {
   }
 }
 
+namespace {
+// One phase of one strategy: its statistics and every rank's times; for an exchange, also its wait
+// for the group and its time alone.
+nlohmann::json phase_json(const StrategyMeasurement& m, int p) {
+  const Stats st = stats_of(phase_samples(m, p));
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (int rank = 0; rank < m.ranks; ++rank) {
+    nlohmann::json its = nlohmann::json::array();
+    for (int it = 0; it < m.iters; ++it) its.push_back(m.samples[std::size_t(rank * m.iters + it)][p]);
+    per_rank.push_back(its);
+  }
+  nlohmann::json phase = {{"name", kPhaseNames[p]},
+                          {"all_to_all", is_all_to_all(Phase(p))},
+                          {"backward", is_backward(Phase(p))},
+                          {"send_bytes", m.send_bytes[p]},
+                          {"min_s", st.min},
+                          {"median_s", st.median},
+                          {"max_s", st.max},
+                          {"times_s", per_rank}};
+  if (is_all_to_all(Phase(p))) {  // the wait for the group before the transfer
+    const Stats w = stats_of(wait_samples(m, p));
+    phase["wait_min_s"] = w.min;
+    phase["wait_median_s"] = w.median;
+    phase["wait_max_s"] = w.max;
+    if (!m.isolated.empty()) {  // the same exchange timed alone, after the step
+      const Stats a = stats_of(isolated_samples(m, p));
+      phase["isolated_min_s"] = a.min;
+      phase["isolated_median_s"] = a.median;
+      phase["isolated_max_s"] = a.max;
+    }
+  }
+  return phase;
+}
+
+nlohmann::json checks_json(const std::vector<TensorCheck>& checks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : checks) {
+    nlohmann::json check = {{"tensor", c.name},
+                            {"rel_l2", c.rel_l2},
+                            {"max_abs", c.max_abs},
+                            {"tolerance", c.tolerance},
+                            {"ok", c.ok()}};
+    if (!c.ok() && c.worst_rank >= 0) check["worst_rank"] = c.worst_rank;  // only a failing check names one
+    out.push_back(check);
+  }
+  return out;
+}
+}  // namespace
+
 nlohmann::json layer_json(const LayerReport& r) {
   const LayerShape& s = r.options.shape;
   nlohmann::json config = {{"model", r.model},
@@ -154,47 +203,8 @@ nlohmann::json layer_json(const LayerReport& r) {
   for (std::size_t i = 0; i < r.runs.size(); ++i) {
     const auto& m = r.runs[i];
     nlohmann::json phases = nlohmann::json::array();
-    for (int p = 0; p < kPhases; ++p) {
-      const Stats st = stats_of(phase_samples(m, p));
-      nlohmann::json per_rank = nlohmann::json::array();
-      for (int rank = 0; rank < m.ranks; ++rank) {
-        nlohmann::json its = nlohmann::json::array();
-        for (int it = 0; it < m.iters; ++it) its.push_back(m.samples[std::size_t(rank * m.iters + it)][p]);
-        per_rank.push_back(its);
-      }
-      nlohmann::json phase = {{"name", kPhaseNames[p]},
-                              {"all_to_all", is_all_to_all(Phase(p))},
-                              {"backward", is_backward(Phase(p))},
-                              {"send_bytes", m.send_bytes[p]},
-                              {"min_s", st.min},
-                              {"median_s", st.median},
-                              {"max_s", st.max},
-                              {"times_s", per_rank}};
-      if (is_all_to_all(Phase(p))) {  // the wait for the group before the transfer
-        const Stats w = stats_of(wait_samples(m, p));
-        phase["wait_min_s"] = w.min;
-        phase["wait_median_s"] = w.median;
-        phase["wait_max_s"] = w.max;
-        if (!m.isolated.empty()) {  // the same exchange timed alone, after the step
-          const Stats a = stats_of(isolated_samples(m, p));
-          phase["isolated_min_s"] = a.min;
-          phase["isolated_median_s"] = a.median;
-          phase["isolated_max_s"] = a.max;
-        }
-      }
-      phases.push_back(phase);
-    }
-    nlohmann::json checks = nlohmann::json::array();
-    if (i < r.checks.size())
-      for (const auto& c : r.checks[i]) {
-        nlohmann::json check = {{"tensor", c.name},
-                                {"rel_l2", c.rel_l2},
-                                {"max_abs", c.max_abs},
-                                {"tolerance", c.tolerance},
-                                {"ok", c.ok()}};
-        if (!c.ok() && c.worst_rank >= 0) check["worst_rank"] = c.worst_rank;  // only a failing check names one
-        checks.push_back(check);
-      }
+    for (int p = 0; p < kPhases; ++p) phases.push_back(phase_json(m, p));
+    const nlohmann::json checks = i < r.checks.size() ? checks_json(r.checks[i]) : nlohmann::json::array();
     const Stats a2a = stats_of(total_samples(m, true)), total = stats_of(total_samples(m, false));
     const Stats waits = stats_of(total_samples(m, false, true));
     results.push_back({{"strategy", strategy_name(m.strategy)},

@@ -76,6 +76,98 @@ void resolve_shape(ValidateOptions& o, const RawShape& r) {
   else
     o.strategies = {LayerStrategy::ulysses, LayerStrategy::basp};
 }
+
+// The flags as given, before they are checked and resolved into ValidateOptions.
+struct RawOptions {
+  std::string backend;
+  RawShape shape;
+  std::string min_bytes = "1K", max_bytes = "16M";
+};
+
+// The flags every subcommand takes.
+void add_run_options(CLI::App* c, ValidateOptions& o, RawOptions& raw, bool have_mpi) {
+  c->add_option("--backend", raw.backend, "cpu (Eigen + MPI, fp32) or cuda (cuBLAS + kernels + NCCL, bf16)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  c->add_option("--json", o.json_path,
+                "Also write the measurements (schema basp-measurements v1) to this file");
+  c->add_option("--timeout", o.timeout_s,
+                "Seconds a collective may take before the watchdog aborts the run (0: off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--warmup,-w", o.warmup, "Untimed warm-up iterations")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--iters,-n", o.iters, "Timed iterations")->capture_default_str()->check(CLI::PositiveNumber);
+  if (!have_mpi)
+    c->add_option("--gpus,-g", o.gpus, "GPUs this process drives, one rank each (0: all visible)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+}
+
+void add_strategy(CLI::App* c, RawShape& r, const std::string& description) {
+  c->add_option("--strategy", r.strategy, description)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ulysses", "basp", "both"}));
+}
+
+void add_attention_tile(CLI::App* c, ValidateOptions& o) {
+  c->add_option("--attention-tile", o.attention_tile,
+                "Keys per attention tile (CPU: any; CUDA: 32, 64 or 128)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+CLI::App* add_layer_command(CLI::App& app, ValidateOptions& o, RawOptions& raw, bool have_mpi) {
+  CLI::App* layer = app.add_subcommand(
+      "layer", "The attention layer forward + backward under Ulysses and BASP: check and per-phase times");
+  add_run_options(layer, o, raw, have_mpi);
+  add_shape(layer, o, raw.shape);
+  add_strategy(layer, raw.shape, "ulysses, basp or both");
+  layer->add_flag("!--no-check", o.check, "Skip the comparison with the reference (large timing runs)");
+  add_attention_tile(layer, o);
+  return layer;
+}
+
+CLI::App* add_comm_command(CLI::App& app, ValidateOptions& o, RawOptions& raw, bool have_mpi) {
+  CLI::App* comm = app.add_subcommand(
+      "comm", "All-to-all over all N ranks vs B concurrent K-way groups, swept over sizes");
+  add_run_options(comm, o, raw, have_mpi);
+  comm->add_option("--minbytes,-b", raw.min_bytes, "Smallest per-rank send buffer")->capture_default_str();
+  comm->add_option("--maxbytes,-e", raw.max_bytes, "Largest per-rank send buffer")->capture_default_str();
+  comm->add_option("--stepfactor,-f", o.factor, "Size multiplier between rows")
+      ->capture_default_str()
+      ->check(CLI::Range(1.01, 1e6));
+  comm->add_option("--groups,-B", o.groups, "B: the grouped run uses B groups of K = N/B ranks")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  return comm;
+}
+
+void add_compute_command(CLI::App& app, ValidateOptions& o, RawOptions& raw, bool have_mpi) {
+  CLI::App* compute =
+      app.add_subcommand("compute", "The layer's GEMMs and attention at one rank's shapes: achieved FLOP/s");
+  add_run_options(compute, o, raw, have_mpi);
+  add_shape(compute, o, raw.shape);
+  add_strategy(compute, raw.shape, "Shapes of ulysses, basp or both");
+  compute
+      ->add_option("--ranks", o.compute_ranks, "N the shapes are split over (default: the ranks of this run)")
+      ->check(CLI::NonNegativeNumber);
+  add_attention_tile(compute, o);
+}
+
+// Checks the parsed flags and resolves them into `o` (o.command set); throws InputError.
+void resolve_options(ValidateOptions& o, const RawOptions& raw, bool have_mpi) {
+  o.backend = raw.backend == "cuda" ? Backend::cuda : Backend::cpu;
+  if (!have_mpi && o.backend == Backend::cpu)
+    throw InputError(
+        "", 0, "--backend",
+        "this build has no MPI, so only --backend cuda is available (use basp-validate for cpu)");
+  if (o.command != Command::comm) resolve_shape(o, raw.shape);
+  o.min_bytes = parse_size(raw.min_bytes, "--minbytes");
+  o.max_bytes = parse_size(raw.max_bytes, "--maxbytes");
+  if (o.max_bytes < o.min_bytes) throw InputError("", 0, "--maxbytes", "must be at least --minbytes");
+}
 }  // namespace
 
 int parse_options(int argc, char** argv, ValidateOptions& o, bool speak, bool have_mpi) {
@@ -88,71 +180,11 @@ int parse_options(int argc, char** argv, ValidateOptions& o, bool speak, bool ha
                    "Exit codes: 0 ok, 1 the run failed (check mismatch, hung collective), 2 bad input."
                  : "This build has no MPI: one process drives all local GPUs (--gpus), --backend cuda only.\n"
                    "Exit codes: 0 ok, 1 the run failed (check mismatch, hung collective), 2 bad input.");
-  std::string backend = have_mpi ? "cpu" : "cuda";
-  RawShape raw;
-  std::string min_b = "1K", max_b = "16M";
-  const auto common = [&](CLI::App* c) {
-    c->add_option("--backend", backend, "cpu (Eigen + MPI, fp32) or cuda (cuBLAS + kernels + NCCL, bf16)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"cpu", "cuda"}));
-    c->add_option("--json", o.json_path,
-                  "Also write the measurements (schema basp-measurements v1) to this file");
-    c->add_option("--timeout", o.timeout_s,
-                  "Seconds a collective may take before the watchdog aborts the run (0: off)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    c->add_option("--warmup,-w", o.warmup, "Untimed warm-up iterations")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    c->add_option("--iters,-n", o.iters, "Timed iterations")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    if (!have_mpi)
-      c->add_option("--gpus,-g", o.gpus, "GPUs this process drives, one rank each (0: all visible)")
-          ->capture_default_str()
-          ->check(CLI::NonNegativeNumber);
-  };
-  CLI::App* layer = app.add_subcommand(
-      "layer", "The attention layer forward + backward under Ulysses and BASP: check and per-phase times");
-  common(layer);
-  add_shape(layer, o, raw);
-  layer->add_option("--strategy", raw.strategy, "ulysses, basp or both")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"ulysses", "basp", "both"}));
-  layer->add_flag("!--no-check", o.check, "Skip the comparison with the reference (large timing runs)");
-  layer
-      ->add_option("--attention-tile", o.attention_tile,
-                   "Keys per attention tile (CPU: any; CUDA: 32, 64 or 128)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-
-  CLI::App* comm = app.add_subcommand(
-      "comm", "All-to-all over all N ranks vs B concurrent K-way groups, swept over sizes");
-  common(comm);
-  comm->add_option("--minbytes,-b", min_b, "Smallest per-rank send buffer")->capture_default_str();
-  comm->add_option("--maxbytes,-e", max_b, "Largest per-rank send buffer")->capture_default_str();
-  comm->add_option("--stepfactor,-f", o.factor, "Size multiplier between rows")
-      ->capture_default_str()
-      ->check(CLI::Range(1.01, 1e6));
-  comm->add_option("--groups,-B", o.groups, "B: the grouped run uses B groups of K = N/B ranks")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-
-  CLI::App* compute =
-      app.add_subcommand("compute", "The layer's GEMMs and attention at one rank's shapes: achieved FLOP/s");
-  common(compute);
-  add_shape(compute, o, raw);
-  compute->add_option("--strategy", raw.strategy, "Shapes of ulysses, basp or both")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"ulysses", "basp", "both"}));
-  compute
-      ->add_option("--ranks", o.compute_ranks, "N the shapes are split over (default: the ranks of this run)")
-      ->check(CLI::NonNegativeNumber);
-  compute
-      ->add_option("--attention-tile", o.attention_tile,
-                   "Keys per attention tile (CPU: any; CUDA: 32, 64 or 128)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  RawOptions raw;
+  raw.backend = have_mpi ? "cpu" : "cuda";
+  const CLI::App* layer = add_layer_command(app, o, raw, have_mpi);
+  const CLI::App* comm = add_comm_command(app, o, raw, have_mpi);
+  add_compute_command(app, o, raw, have_mpi);
 
   std::ostringstream out, err;
   try {
@@ -164,15 +196,7 @@ int parse_options(int argc, char** argv, ValidateOptions& o, bool speak, bool ha
   }
   try {
     o.command = layer->parsed() ? Command::layer : comm->parsed() ? Command::comm : Command::compute;
-    o.backend = backend == "cuda" ? Backend::cuda : Backend::cpu;
-    if (!have_mpi && o.backend == Backend::cpu)
-      throw InputError(
-          "", 0, "--backend",
-          "this build has no MPI, so only --backend cuda is available (use basp-validate for cpu)");
-    if (o.command != Command::comm) resolve_shape(o, raw);
-    o.min_bytes = parse_size(min_b, "--minbytes");
-    o.max_bytes = parse_size(max_b, "--maxbytes");
-    if (o.max_bytes < o.min_bytes) throw InputError("", 0, "--maxbytes", "must be at least --minbytes");
+    resolve_options(o, raw, have_mpi);
   } catch (const InputError& e) {
     if (speak) std::cerr << "basp-validate: error: " << e.what() << "\n";
     return 2;
