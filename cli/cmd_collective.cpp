@@ -120,7 +120,7 @@ int run_collective(const CollectiveArgs& a) {
       spec.size_bytes = size;
       spec.groups = g;
       Row row{simulate_collective(cluster, spec, &moves), size, 0.0};
-      row.nic_bytes = row.r.class_bytes[static_cast<int>(LinkClass::nic)];
+      row.nic_bytes = row.r.class_bytes[LinkClass::nic];
       rows.push_back(std::move(row));
     }
 

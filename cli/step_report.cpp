@@ -58,13 +58,13 @@ nlohmann::ordered_json config_json(const StepReport& r) {
   nlohmann::ordered_json strategies = nlohmann::json::array();
   for (Strategy s : c.strategies) strategies.push_back(std::string(to_string(s)));
   nlohmann::ordered_json links = nlohmann::json::object();
-  for (int cls = 0; cls < 5; ++cls) {
+  for (LinkClass cls : link_classes) {
     const LinkCalibration& lc = cal.links[cls];
     if (!lc.efficiency && !lc.latency_s) continue;
     nlohmann::ordered_json j = nlohmann::json::object();
     if (lc.efficiency) j["efficiency"] = *lc.efficiency;
     if (lc.latency_s) j["latency_s"] = *lc.latency_s;
-    links[std::string(to_string(static_cast<LinkClass>(cls)))] = j;
+    links[std::string(to_string(cls))] = j;
   }
   nlohmann::ordered_json j = {{"topology", r.topology().name},
                               {"topology_file", r.topology().source},
@@ -159,8 +159,8 @@ nlohmann::ordered_json result_json(const StepReport& rep, const StrategyResult& 
       {"speedup_vs_ulysses", r.speedup_vs_ulysses ? nlohmann::ordered_json(*r.speedup_vs_ulysses) : nullptr},
       {"bytes_by_link_class", [&] {
          nlohmann::ordered_json b = nlohmann::json::object();
-         for (int cls = 0; cls < 5; ++cls)
-           if (r.class_bytes[cls] > 0) b[std::string(to_string(static_cast<LinkClass>(cls)))] = r.class_bytes[cls];
+         for (LinkClass cls : link_classes)
+           if (r.class_bytes[cls] > 0) b[std::string(to_string(cls))] = r.class_bytes[cls];
          return b;
        }()},
       {"flows", r.stats.flows},

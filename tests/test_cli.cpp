@@ -125,7 +125,7 @@ TEST_CASE("cli: collective applies the topology's calibration unless told otherw
   CHECK(c["calibration"] == "paper-a100-2x4");
   CHECK(n["calibration"] == "none");
   // The 8-way all-to-all of 256 MiB is bound by the NICs, which the calibration slows by 1/efficiency.
-  const double nic = *basp::load_calibration("paper-a100-2x4").links[int(basp::LinkClass::nic)].efficiency;
+  const double nic = *basp::load_calibration("paper-a100-2x4").links[basp::LinkClass::nic].efficiency;
   const double ratio = c["time_s"].get<double>() / n["time_s"].get<double>();
   CHECK(ratio > 0.94 / nic);
   CHECK(ratio < 1.05 / nic);

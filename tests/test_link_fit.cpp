@@ -20,8 +20,8 @@ namespace {
 // The paper cluster's shape with a known truth: what the hand-derived file says.
 Calibration truth() {
   Calibration c;
-  c.links[int(LinkClass::nvlink)].efficiency = 0.35;
-  c.links[int(LinkClass::nic)].efficiency = 0.75;
+  c.links[LinkClass::nvlink].efficiency = 0.35;
+  c.links[LinkClass::nic].efficiency = 0.75;
   c.launch_s = 25e-6;
   c.per_peer_s = 7e-6;
   return c;
@@ -116,8 +116,8 @@ TEST_CASE("calibrate cli: fits a measurements file and writes a calibration that
   const std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
   CHECK_THAT(text,
              Catch::Contains(measurements.path + " (fnv1a64 ") && Catch::Contains("config: {\"ranks\":8}"));
-  CHECK(*c.links[int(LinkClass::nic)].efficiency == Approx(0.75).epsilon(0.01));
-  CHECK(*c.links[int(LinkClass::nvlink)].efficiency == Approx(0.35).epsilon(0.01));
+  CHECK(*c.links[LinkClass::nic].efficiency == Approx(0.75).epsilon(0.01));
+  CHECK(*c.links[LinkClass::nvlink].efficiency == Approx(0.35).epsilon(0.01));
   CHECK(*c.launch_s == Approx(25e-6).epsilon(0.01));
   // The written file reproduces the measurements through `basp collective`.
   const auto sim = basp::test::basp_cli("collective --topology paper-a100-2x4 --calibration " + out.path +

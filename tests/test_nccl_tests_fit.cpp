@@ -80,8 +80,8 @@ TEST_CASE("nccl-tests files: each row is read with its collective, bad rows are 
 TEST_CASE("fit: noiseless simulated nccl-tests tables on 1 and 2 DGX H100 nodes give back the parameters") {
   const Topology topo = dgx_h100(2);
   Calibration truth;
-  truth.links[int(LinkClass::nvlink)].efficiency = 0.7;
-  truth.links[int(LinkClass::nic)].efficiency = 0.9;
+  truth.links[LinkClass::nvlink].efficiency = 0.7;
+  truth.links[LinkClass::nic].efficiency = 0.9;
   truth.launch_s = 12e-6;
   truth.per_peer_s = 3e-6;
   std::vector<CommSample> samples;
@@ -136,7 +136,7 @@ void check_shipped_fit(const std::string& path, const std::vector<std::string>& 
   for (double factor : {0.99, 1.01}) {
     for (LinkClass cls : moved_links) {
       Calibration moved = shipped;
-      moved.links[int(cls)].efficiency = *shipped.links[int(cls)].efficiency * factor;
+      moved.links[cls].efficiency = *shipped.links[cls].efficiency * factor;
       INFO(to_string(cls) << " x " << factor);
       CHECK(rss(moved) > at_shipped);
     }
@@ -177,7 +177,7 @@ TEST_CASE("the shipped DGX A100 calibration is the fit of its published nccl-tes
   // Only the two bandwidths were fitted (--fit): the overheads and latencies stay unset.
   CHECK(!shipped.launch_s);
   CHECK(!shipped.per_peer_s);
-  CHECK(!shipped.links[int(LinkClass::nvlink)].latency_s);
+  CHECK(!shipped.links[LinkClass::nvlink].latency_s);
   TopologyOverrides o;
   o.nodes = 2;
   check_shipped_fit(dir + "dgx-a100-superpod.yaml", tables, build_topology(read_topology_file("dgx-a100-superpod", o)),
@@ -194,8 +194,8 @@ TEST_CASE("fit: --fit leaves the parameters it does not name at the start's valu
   const Topology topo = dgx_h100(2);
   Calibration truth;
   // NIC-bound across nodes (8 NICs at 0.6 x 50 GB/s against 0.95 x 450 GB/s of NVLink per GPU).
-  truth.links[int(LinkClass::nvlink)].efficiency = 0.95;
-  truth.links[int(LinkClass::nic)].efficiency = 0.6;
+  truth.links[LinkClass::nvlink].efficiency = 0.95;
+  truth.links[LinkClass::nic].efficiency = 0.6;
   std::vector<CommSample> samples;
   for (int ranks : {8, 16})
     for (double size = 1048576; size <= 4.0 * 1073741824; size *= 4) {
@@ -204,7 +204,7 @@ TEST_CASE("fit: --fit leaves the parameters it does not name at the start's valu
       samples.push_back(s);
     }
   Calibration start;
-  start.links[int(LinkClass::nvlink)].efficiency = 0.95;
+  start.links[LinkClass::nvlink].efficiency = 0.95;
   const LinkFit fit = fit_links(topo, start, samples, {"links.nic"});
   std::map<std::string, FittedParameter> p;
   for (const auto& q : fit.parameters) p[q.name] = q;
@@ -215,7 +215,7 @@ TEST_CASE("fit: --fit leaves the parameters it does not name at the start's valu
     CHECK(!p.at(held).free);
   }
   CHECK(p.at("links.nvlink.efficiency").value == 0.95);
-  CHECK(*fit.calibration.links[int(LinkClass::nvlink)].efficiency == 0.95);
+  CHECK(*fit.calibration.links[LinkClass::nvlink].efficiency == 0.95);
   CHECK(!fit.calibration.launch_s);
   CHECK_THROWS_WITH(fit_links(topo, start, samples, {"links.nvswitch"}),
                     Catch::Contains("links.nvswitch") && Catch::Contains("links.nic.efficiency"));
@@ -271,7 +271,7 @@ TEST_CASE("calibrate cli: --fit restricts a link fit to link and software parame
   INFO(r.out);
   REQUIRE(r.code == 0);
   const Calibration c = load_calibration(out.path);
-  CHECK(c.links[int(LinkClass::nvlink)].efficiency);
+  CHECK(c.links[LinkClass::nvlink].efficiency);
   CHECK(!c.launch_s);  // not named: left to the topology
   for (const char* bad : {"--fit compute", "--fit compute.gemm", "--fit links.nvswitch"}) {
     INFO(bad);

@@ -210,7 +210,7 @@ TEST_CASE("step: hierarchical sharding keeps G/M replicas and all-reduces across
   CHECK(hier.memory.states == Approx(2 * flat.memory.states));
   // Gathers and reduce-scatters stay on one node's NVSwitch; only the replica all-reduce of an
   // eighth of the gradients crosses the NICs (BASP's exchanges never do).
-  const int nic = static_cast<int>(LinkClass::nic);
+  const LinkClass nic = LinkClass::nic;
   CHECK(hier.class_bytes[nic] > 0);
   CHECK(hier.class_bytes[nic] < 0.5 * flat.class_bytes[nic]);
 }

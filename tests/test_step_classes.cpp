@@ -53,7 +53,7 @@ int check_same(StepConfig c, int busiest = 10) {
         CHECK(close(a, b));
       REQUIRE(q.speedup_vs_ulysses.has_value() == f.speedup_vs_ulysses.has_value());
       if (f.speedup_vs_ulysses) CHECK(close(*q.speedup_vs_ulysses, *f.speedup_vs_ulysses));
-      for (int cls = 0; cls < 5; ++cls) CHECK(close(q.class_bytes[cls], f.class_bytes[cls]));
+      for (LinkClass cls : link_classes) CHECK(close(q.class_bytes[cls], f.class_bytes[cls]));
       // On a part the busiest links come by class, each standing for `links` links of the cluster:
       // repeated that often, they must be the full engine's busiest links, link for link.
       std::vector<LinkUse> each;

@@ -52,8 +52,8 @@ TEST_CASE("step fit: link and GEMM efficiencies come back from figures of known 
   const Calibration start =
       load_calibration(std::string(BASP_DATA_DIR) + "/calibrations/paper-a100-2x4-hand.yaml");
   Calibration truth = start;
-  truth.links[int(LinkClass::nvlink)].efficiency = 0.5;
-  truth.links[int(LinkClass::nic)].efficiency = 0.6;
+  truth.links[LinkClass::nvlink].efficiency = 0.5;
+  truth.links[LinkClass::nic].efficiency = 0.6;
   truth.compute.gemm = 0.62;
   std::vector<StepObservation> figures;
   // One model keeps the test fast under the sanitizers (each evaluation simulates two steps).
@@ -100,7 +100,7 @@ TEST_CASE("step fit: the shipped paper calibration is the fit of the published f
   for (LinkClass cls : {LinkClass::nvlink, LinkClass::nic})
     for (double factor : {0.99, 1.01}) {
       Calibration moved = shipped;
-      moved.links[int(cls)].efficiency = *shipped.links[int(cls)].efficiency * factor;
+      moved.links[cls].efficiency = *shipped.links[cls].efficiency * factor;
       INFO(to_string(cls) << " x " << factor);
       CHECK(rss(moved) > at_shipped);
     }

@@ -141,7 +141,7 @@ TEST_CASE("stragglers: every network link slowed alike equals a calibration that
   plain.engine = EngineMode::full;
   Calibration cal = load_calibration("paper-a100-2x4");
   for (LinkClass cls : {LinkClass::nic, LinkClass::fabric}) {
-    LinkCalibration& lc = cal.links[static_cast<int>(cls)];
+    LinkCalibration& lc = cal.links[cls];
     lc.efficiency = lc.efficiency.value_or(1.0) / 2.0;
   }
   const StepReport q = simulate_step(plain, cal);

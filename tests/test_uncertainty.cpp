@@ -64,11 +64,11 @@ TEST_CASE("uncertainty: fitted parameters range over ±2 sigma, the others over 
 
   // The ends: slow network = low efficiencies and high overheads; compute untouched at 0.
   const Calibration slow = calibration_at(rep.calibration, calibration_ranges(rep.calibration, rep.topology()), -1, 0);
-  CHECK(*slow.links[int(LinkClass::nvlink)].efficiency == r.at("links.nvlink.efficiency").low);
+  CHECK(*slow.links[LinkClass::nvlink].efficiency == r.at("links.nvlink.efficiency").low);
   CHECK(*slow.launch_s == r.at("software.launch_overhead").high);
   CHECK(slow.compute.gemm == rep.calibration.compute.gemm);
   const Calibration fast = calibration_at(rep.calibration, calibration_ranges(rep.calibration, rep.topology()), 0, 1);
-  CHECK(*fast.links[int(LinkClass::nvlink)].efficiency == rep.calibration.links[int(LinkClass::nvlink)].efficiency);
+  CHECK(*fast.links[LinkClass::nvlink].efficiency == rep.calibration.links[LinkClass::nvlink].efficiency);
   CHECK(fast.compute.attention_backward == Approx(0.54));
 }
 

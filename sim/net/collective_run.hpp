@@ -32,7 +32,7 @@ struct CollectiveResult {
   RunStats stats;           // of the whole cluster (a quotient's counts times its class size)
   EngineUse engine;
   double wall_s = 0.0;      // host time to build and simulate
-  std::array<double, 5> class_bytes{};  // by LinkClass, over the whole cluster
+  PerLinkClass<double> class_bytes;  // over the whole cluster
   std::vector<double> link_bytes;  // by link id; empty when a part of the cluster was simulated
 };
 

@@ -15,7 +15,7 @@ double ring_factor(int n) { return n > 0 ? double(n - 1) / n : 0.0; }
 double allreduce_factor(int n) { return n > 0 ? 2.0 * (n - 1) / n : 0.0; }
 double one(int) { return 1.0; }
 
-constexpr CollectiveInfo infos[] = {
+constexpr CollectiveInfo infos[collective_op_count] = {
     {"alltoall", ring_factor},      {"allgather", ring_factor}, {"reducescatter", ring_factor},
     {"allreduce", allreduce_factor}, {"sendrecv", one}};
 
@@ -134,7 +134,7 @@ GroupTraffic group_traffic(CollectiveOp op) {
 }
 
 std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
-  for (int i = 0; i < 5; ++i)
+  for (std::size_t i = 0; i < collective_op_count; ++i)
     if (infos[i].name == name) return static_cast<CollectiveOp>(i);
   return std::nullopt;
 }

@@ -9,6 +9,7 @@
 #include "topology.hpp"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -18,6 +19,7 @@
 namespace basp {
 
 enum class CollectiveOp { alltoall, allgather, reducescatter, allreduce, sendrecv };
+inline constexpr std::size_t collective_op_count = 5;
 enum class Placement { contiguous, strided };
 
 // What nccl-tests says of each collective: its name and the bus-bandwidth factor for n ranks
@@ -83,7 +85,7 @@ class GroupSet {
     int calls = 0;             // there
     std::optional<CallShape> shape;
   };
-  std::array<Shape, 5> shapes_;  // by op
+  std::array<Shape, collective_op_count> shapes_;  // by op
 };
 
 struct GroupCalls {

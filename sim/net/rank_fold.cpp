@@ -60,10 +60,10 @@ std::vector<double> RankFold::quotient_capacities(const std::vector<double>& cap
   return out;
 }
 
-std::array<double, 5> RankFold::bytes_by_class(const Topology& topo, const std::vector<double>& per_class) const {
-  std::array<double, 5> out{};
+PerLinkClass<double> RankFold::bytes_by_class(const Topology& topo, const std::vector<double>& per_class) const {
+  PerLinkClass<double> out;
   for (std::size_t c = 0; c < per_class.size(); ++c)
-    out[static_cast<int>(topo.link(topology_link(static_cast<int>(c))).cls)] +=
+    out[topo.link(topology_link(static_cast<int>(c))).cls] +=
         link_class.empty() ? per_class[c] : per_class[c] * members();
   return out;
 }

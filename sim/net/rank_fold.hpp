@@ -64,7 +64,7 @@ struct RankFold {
   RunStats expand_stats(RunStats quotient) const;
   // Bytes by LinkClass over the whole cluster from the engine's per-class bytes: each class's
   // bytes times members (its links carry bytes·load each, and there are members/load of them).
-  std::array<double, 5> bytes_by_class(const Topology& topo, const std::vector<double>& per_class) const;
+  PerLinkClass<double> bytes_by_class(const Topology& topo, const std::vector<double>& per_class) const;
 };
 
 // How the groups of one kind of call exchange, which decides what the translation must preserve.

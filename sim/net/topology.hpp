@@ -4,6 +4,8 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
+#include <array>
+#include <cstddef>
 #include <string>
 #include <type_traits>
 #include <string_view>
@@ -15,6 +17,18 @@ namespace basp {
 enum class VertexKind { gpu, nvswitch, pcie, host, nic, fabric_switch };
 // Link classes name the hardware a link stands for; calibration fits one α/β per class.
 enum class LinkClass { nvlink, pcie, host, nic, fabric };
+inline constexpr std::array<LinkClass, 5> link_classes{LinkClass::nvlink, LinkClass::pcie, LinkClass::host,
+                                                       LinkClass::nic, LinkClass::fabric};
+// A value per link class (bytes carried, a calibration's parameters), indexed by the class.
+template <class T>
+struct PerLinkClass {
+  std::array<T, link_classes.size()> values{};
+  T& operator[](LinkClass c) { return values[static_cast<std::size_t>(c)]; }
+  const T& operator[](LinkClass c) const { return values[static_cast<std::size_t>(c)]; }
+  auto begin() const { return values.begin(); }  // the values in link_classes' order
+  auto end() const { return values.end(); }
+  bool operator==(const PerLinkClass&) const = default;
+};
 
 struct Vertex {
   std::string name;

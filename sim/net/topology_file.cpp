@@ -149,7 +149,7 @@ Topology read_explicit(YamlFields& f, const std::string& file) {
     const double lat = l.quantity("latency", Quantity::time);
     const std::string cls = l.choice("class", {"nvlink", "pcie", "host", "nic", "fabric"});
     LinkClass lc = LinkClass::fabric;
-    for (LinkClass c : {LinkClass::nvlink, LinkClass::pcie, LinkClass::host, LinkClass::nic, LinkClass::fabric})
+    for (LinkClass c : link_classes)
       if (to_string(c) == cls) lc = c;
     if (bw <= 0.0) l.fail("bandwidth", "must be > 0");
     if (l.boolean("duplex", false))

@@ -187,7 +187,7 @@ void count_devices(const Topology& topo, TopologySummary& s, bool fabric_only = 
 
 std::set<LinkClass> present_classes(const TopologySummary& s) {
   std::set<LinkClass> present;
-  for (LinkClass c : {LinkClass::nvlink, LinkClass::pcie, LinkClass::host, LinkClass::nic, LinkClass::fabric})
+  for (LinkClass c : link_classes)
     if (s.links_by_class.count(std::string(to_string(c)))) present.insert(c);
   return present;
 }

@@ -27,8 +27,8 @@ Calibration load_calibration(const std::string& name_or_path) {
   f.text("measurements", "");  // free text: the measurement files it was fitted on
   if (f.has("links")) {
     YamlFields links = f.map("links");
-    for (int cls = 0; cls < 5; ++cls) {
-      const std::string key(to_string(static_cast<LinkClass>(cls)));
+    for (LinkClass cls : link_classes) {
+      const std::string key(to_string(cls));
       if (!links.has(key)) continue;
       YamlFields l = links.map(key);
       if (l.has("efficiency")) c.links[cls].efficiency = l.number("efficiency", 1e-9, 1.0);
@@ -92,7 +92,7 @@ Calibration load_calibration(const std::string& name_or_path) {
 
 void apply_calibration(Topology& topo, const Calibration& cal) {
   for (Link& l : topo.links) {
-    const LinkCalibration& lc = cal.links[static_cast<int>(l.cls)];
+    const LinkCalibration& lc = cal.links[l.cls];
     if (lc.efficiency) l.capacity_Bps *= *lc.efficiency;
     if (lc.latency_s) l.latency_s = *lc.latency_s;
   }

@@ -47,7 +47,7 @@ struct FittedParameter {
 struct Calibration {
   std::string name = "none";
   std::string source;                          // file it came from; empty for the defaults
-  std::array<LinkCalibration, 5> links;        // by LinkClass
+  PerLinkClass<LinkCalibration> links;
   std::optional<double> launch_s, per_peer_s;  // software overheads of a collective call
   ComputeEfficiency compute;
   std::vector<std::string> measurements;       // files it was fitted on (empty: hand-derived)

@@ -49,9 +49,9 @@ struct StrategyResult {
   MemoryBreakdown memory;
   bool fits = true;           // memory.total() within the GPU's HBM
   // Link figures cover the simulated graph (all layers, or the window when layers_simulated is
-  // fewer than the model's): busiest links by bytes, most first; bytes per LinkClass.
+  // fewer than the model's): busiest links by bytes, most first; bytes per link class.
   std::vector<LinkUse> busiest_links;
-  std::array<double, 5> class_bytes{};
+  PerLinkClass<double> class_bytes;
   int layers_simulated = 0;   // of the model's layers; the rest extrapolated from the middle one
   EngineUse engine;           // classes or full, and why
   // The engine of the micro-steps before the accumulation boundary where they are a graph of

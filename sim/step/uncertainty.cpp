@@ -51,11 +51,11 @@ double end_of(const ParameterRange& r, int end) {
 
 std::vector<ParameterRange> calibration_ranges(const Calibration& cal, const Topology& calibrated) {
   std::vector<ParameterRange> out;
-  std::array<bool, 5> present{};
-  for (const Link& l : calibrated.links) present[static_cast<int>(l.cls)] = true;
-  for (int cls = 0; cls < 5; ++cls)
+  PerLinkClass<bool> present;
+  for (const Link& l : calibrated.links) present[l.cls] = true;
+  for (LinkClass cls : link_classes)
     if (present[cls])
-      out.push_back(efficiency(cal, "links." + std::string(to_string(static_cast<LinkClass>(cls))) + ".efficiency",
+      out.push_back(efficiency(cal, "links." + std::string(to_string(cls)) + ".efficiency",
                                cal.links[cls].efficiency.value_or(1.0), true));
   out.push_back(overhead(cal, "software.launch_overhead", calibrated.software.launch_s));
   out.push_back(overhead(cal, "software.per_peer_overhead", calibrated.software.per_peer_s));
@@ -82,8 +82,8 @@ Calibration calibration_at(const Calibration& cal, const std::vector<ParameterRa
     else if (n == "compute.memory") c.compute.memory = v;
     else if (n == "compute.rotary") c.compute.rotary = v;
     else
-      for (int cls = 0; cls < 5; ++cls)
-        if (n == "links." + std::string(to_string(static_cast<LinkClass>(cls))) + ".efficiency")
+      for (LinkClass cls : link_classes)
+        if (n == "links." + std::string(to_string(cls)) + ".efficiency")
           c.links[cls].efficiency = v;
   }
   return c;

@@ -241,10 +241,10 @@ int check_part_matrix(const TopologyFile& f) {
         CHECK(part.stats.flows == full.stats.flows);
         CHECK(part.stats.events == full.stats.events);
         CHECK(part.stats.solves == classes.stats.solves);
-        std::array<double, 5> by_class{};
-        for (int l = 0; l < whole.link_count(); ++l) by_class[int(whole.link(l).cls)] += full.link_bytes[l];
-        for (int c = 0; c < 5; ++c) CHECK(close(part.class_bytes[c], by_class[c]));
-        for (int c = 0; c < 5; ++c) CHECK(close(classes.class_bytes[c], by_class[c]));
+        PerLinkClass<double> by_class;
+        for (int l = 0; l < whole.link_count(); ++l) by_class[whole.link(l).cls] += full.link_bytes[l];
+        for (LinkClass c : link_classes) CHECK(close(part.class_bytes[c], by_class[c]));
+        for (LinkClass c : link_classes) CHECK(close(classes.class_bytes[c], by_class[c]));
         on_parts += part.link_bytes.empty();
         if (classes.engine.engine == "classes") CHECK(part.link_bytes.empty());  // stand-ins: always a part
       }

@@ -41,13 +41,13 @@ void quality(std::ostringstream& o, const char* what, const FitQuality& q) {
 
 void link_and_software_values(std::ostringstream& o, const Calibration& c) {
   bool any_link = false;
-  for (const auto& l : c.links) any_link = any_link || l.efficiency || l.latency_s;
+  for (const LinkCalibration& l : c.links) any_link = any_link || l.efficiency || l.latency_s;
   if (any_link) {
     o << "links:\n";
-    for (int k = 0; k < 5; ++k) {
-      const LinkCalibration& l = c.links[k];
+    for (LinkClass cls : link_classes) {
+      const LinkCalibration& l = c.links[cls];
       if (!l.efficiency && !l.latency_s) continue;
-      o << "  " << to_string(LinkClass(k)) << ":\n";
+      o << "  " << to_string(cls) << ":\n";
       if (l.efficiency) o << "    efficiency: " << num(*l.efficiency) << "\n";
       if (l.latency_s) o << "    latency: " << micros(*l.latency_s) << "\n";
     }

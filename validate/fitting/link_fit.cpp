@@ -40,10 +40,10 @@ Calibration with(const Calibration& base, const std::vector<Param>& ps, const Ei
     const double u = x[long(i)];
     switch (ps[i].kind) {
       case Kind::efficiency:
-        c.links[int(ps[i].cls)].efficiency = logistic(u);
+        c.links[ps[i].cls].efficiency = logistic(u);
         break;
       case Kind::latency:
-        c.links[int(ps[i].cls)].latency_s = std::exp(u);
+        c.links[ps[i].cls].latency_s = std::exp(u);
         break;
       case Kind::launch:
         c.launch_s = std::exp(u);
@@ -77,7 +77,7 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
                      "-b 1K -e 64M -f 4); got " +
                          std::to_string(sizes.size()));
   // Classes that carry traffic in these runs; the others have nothing to fit.
-  std::array<bool, 5> used{};
+  PerLinkClass<bool> used;
   for (const CommSample& s : samples) {
     CollectiveSpec spec;
     spec.op = s.op;
@@ -86,15 +86,14 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
     spec.groups = s.groups;
     const CollectiveResult r = simulate_collective(topo, spec);
     for (std::size_t l = 0; l < r.link_bytes.size(); ++l)
-      if (r.link_bytes[l] > 0) used[int(topo.links[l].cls)] = true;
+      if (r.link_bytes[l] > 0) used[topo.links[l].cls] = true;
   }
   std::vector<Param> ps = {{Kind::launch, LinkClass::fabric, "software.launch_overhead"},
                            {Kind::per_peer, LinkClass::fabric, "software.per_peer_overhead"}};
   std::vector<double> x0 = {std::log(start.launch_s.value_or(topo.software.launch_s)),
                             std::log(start.per_peer_s.value_or(topo.software.per_peer_s))};
-  for (int c = 0; c < 5; ++c) {
-    if (!used[c]) continue;
-    const LinkClass cls = LinkClass(c);
+  for (LinkClass cls : link_classes) {
+    if (!used[cls]) continue;
     const std::string name = "links." + std::string(to_string(cls));
     double latency = 0;
     int n = 0;
@@ -103,9 +102,9 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
     ps.push_back({Kind::efficiency, cls, name + ".efficiency"});
     // Unset: start near the nominal rate (where the logistic still has a slope), so that a held
     // efficiency is close to what the written file, which leaves it out, simulates.
-    x0.push_back(logit(std::clamp(start.links[c].efficiency.value_or(0.99), 1e-3, 0.999)));
+    x0.push_back(logit(std::clamp(start.links[cls].efficiency.value_or(0.99), 1e-3, 0.999)));
     ps.push_back({Kind::latency, cls, name + ".latency"});
-    x0.push_back(std::log(std::max(start.links[c].latency_s.value_or(latency / std::max(n, 1)), 1e-9)));
+    x0.push_back(std::log(std::max(start.links[cls].latency_s.value_or(latency / std::max(n, 1)), 1e-9)));
   }
   // Parameters left out by `fit_only` keep the start's (or the topology's) value and are reported held.
   std::vector<std::string> names;
@@ -119,7 +118,7 @@ LinkFit fit_links(const Topology& topo, const Calibration& start, const std::vec
       asked.push_back(ps[i]);
       asked_x0.push_back(x0[i]);
     } else {
-      const double value = ps[i].kind == Kind::efficiency ? start.links[int(ps[i].cls)].efficiency.value_or(1.0)
+      const double value = ps[i].kind == Kind::efficiency ? start.links[ps[i].cls].efficiency.value_or(1.0)
                                                           : std::exp(x0[i]);
       not_asked.push_back({ps[i].name, value, std::nan(""), false});
     }

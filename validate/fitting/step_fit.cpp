@@ -29,12 +29,11 @@ struct Param {
 
 std::vector<Param> all_params(const Topology& topo) {
   std::vector<Param> ps;
-  std::array<bool, 5> present{};
-  for (const Link& l : topo.links) present[int(l.cls)] = true;
-  for (int c = 0; c < 5; ++c)
+  PerLinkClass<bool> present;
+  for (const Link& l : topo.links) present[l.cls] = true;
+  for (LinkClass c : link_classes)
     if (present[c])
-      ps.push_back({ParamKind::link_efficiency, LinkClass(c), nullptr,
-                    "links." + std::string(to_string(LinkClass(c))) + ".efficiency"});
+      ps.push_back({ParamKind::link_efficiency, c, nullptr, "links." + std::string(to_string(c)) + ".efficiency"});
   ps.push_back({ParamKind::launch, LinkClass::fabric, nullptr, "software.launch_overhead"});
   ps.push_back({ParamKind::per_peer, LinkClass::fabric, nullptr, "software.per_peer_overhead"});
   ps.push_back({ParamKind::compute, LinkClass::fabric, &ComputeEfficiency::gemm, "compute.gemm"});
@@ -49,7 +48,7 @@ std::vector<Param> all_params(const Topology& topo) {
 double start_value(const Param& p, const Calibration& start, const Topology& topo) {
   switch (p.kind) {
     case ParamKind::link_efficiency:
-      return start.links[int(p.cls)].efficiency.value_or(1.0);  // unset: the nominal rate
+      return start.links[p.cls].efficiency.value_or(1.0);  // unset: the nominal rate
     case ParamKind::launch:
       return start.launch_s.value_or(topo.software.launch_s);
     case ParamKind::per_peer:
@@ -76,7 +75,7 @@ double from_solver(const Param& p, double u) {
 void set_parameter(Calibration& c, const Param& p, double v) {
   switch (p.kind) {
     case ParamKind::link_efficiency:
-      c.links[int(p.cls)].efficiency = v;
+      c.links[p.cls].efficiency = v;
       break;
     case ParamKind::launch:
       c.launch_s = v;
