@@ -288,6 +288,149 @@ MoveCache::~MoveCache() = default;
 
 namespace {
 
+// One search: candidate moves are checked against the traffic (moved ranks against the groups and
+// NCCL's ring edges) and derived and verified on the topology (kept per move in the MoveCache).
+class FoldSearch {
+ public:
+  template <class RingsOf>
+  FoldSearch(const Topology& topo, bool ports_in_order, const RingsOf& rings_of, int ranks,
+             std::span<const TrafficGroups> traffic, MoveCache& moves)
+      : topo_(topo), ports_in_order_(ports_in_order), ranks_(ranks), nodes_(topo.nodes),
+        per_node_(topo.gpus_per_node), traffic_(traffic), moved_(ranks) {
+    if (!moves.state || moves.state->topo != &topo || moves.state->links != topo.links.size()) {
+      moves.state = std::make_unique<MoveCache::State>();
+      moves.state->topo = &topo;
+      moves.state->links = topo.links.size();
+      moves.state->adj = adjacency(topo);
+    }
+    state_ = moves.state.get();
+    for (const TrafficGroups& t : traffic) indexed_.push_back(index_traffic(rings_of, t, ranks));
+    // Sets of the widest groups first: they are the likeliest to break a move, and a check that
+    // passes costs a pass over every group and ring edge.
+    order_.resize(traffic.size());
+    std::iota(order_.begin(), order_.end(), std::size_t(0));
+    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+      auto width = [&](std::size_t t) { return traffic[t].groups->empty() ? 0 : traffic[t].groups->front().size(); };
+      return width(a) > width(b);
+    });
+  }
+
+  // The finest group of moves verified on topology and traffic; none, with `why` saying what
+  // stopped it.
+  std::optional<RankFold> finest(std::string& why) {
+    const int period = smallest_period(why);
+    // Finer: rotate nodes by `step` within blocks of D nodes that shift (D a multiple of the period).
+    // Rings usually forbid it; an all-to-all seldom does. Traffic first: it fails fast here.
+    if (period < nodes_)  // kept unless a candidate below is verified
+      why = "the cluster and the traffic repeat every " + count(period) +
+            ", but no move of that kind was verified as a group (docs/symmetry.md, \"Which group\")";
+    for (int step = 1; step < nodes_ && period < nodes_; ++step) {
+      if (nodes_ % step != 0) continue;
+      std::optional<RankFold> found;
+      if (step % period == 0) found = group(step, step);
+      for (int d = period; !found && d < nodes_; d += period)
+        if (nodes_ % d == 0 && d % step == 0 && d > step) found = group(step, d);
+      if (found) return found;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  RankFold fold_for(int step, int block) const {
+    RankFold f;
+    f.ranks = ranks_;
+    f.period = step * per_node_;
+    f.gpus_per_node = per_node_;
+    f.step_nodes = step;
+    f.block_nodes = block;
+    return f;
+  }
+
+  bool traffic_ok(const RankFold& f, int generator) {
+    for (int r = 0; r < ranks_; ++r) moved_[r] = f.moved(r, generator);
+    for (std::size_t t : order_)
+      if (!traffic_kept(traffic_[t], indexed_[t], moved_, broke_)) return false;
+    return true;
+  }
+
+  // The link permutation a generator induces, derived and verified on the topology ({}: none).
+  const std::vector<int>& topology_image(const RankFold& f, int generator) {
+    const std::pair key = generator == 0 ? std::pair{f.block_nodes, f.block_nodes} : std::pair{f.step_nodes, f.block_nodes};
+    auto [it, fresh] = state_->verified.try_emplace(key);
+    if (fresh) {
+      std::vector<int> node_map(nodes_);
+      for (int n = 0; n < nodes_; ++n) node_map[n] = f.moved(n * per_node_, generator) / per_node_;
+      it->second = node_permutation_links(topo_, state_->adj, node_map, ports_in_order_);
+    }
+    return it->second;
+  }
+
+  // The shifts of whole nodes that keep the topology, and those that keep the traffic, are each
+  // the multiples of their smallest (a subgroup of the cyclic shifts), so the smallest shift
+  // keeping both is the least common multiple of the two smallest. Misaligned shifts fail fast
+  // on the topology, so that is tried first. The subgroup argument only proposes candidates:
+  // each one used is derived and verified itself (the derivation may miss automorphisms).
+  int smallest_period(std::string& why) {
+    int topology_shift = 0, traffic_shift = 0;
+    for (int b = 1; b < nodes_ && !topology_shift; ++b)
+      if (nodes_ % b == 0 && !topology_image(fold_for(b, b), 0).empty()) topology_shift = b;
+    for (int b = 1; b < nodes_ && !traffic_shift; ++b)
+      if (nodes_ % b == 0 && traffic_ok(fold_for(b, b), 0)) traffic_shift = b;
+    if (!topology_shift)
+      why = "no shift of whole nodes maps the cluster onto itself";
+    else if (!traffic_shift)
+      why = "the cluster repeats every " + count(topology_shift) + ", but no shift of whole nodes keeps the traffic (" +
+            broke_ + ")";
+    else
+      why = "the cluster repeats every " + count(topology_shift) + " and the traffic every " + count(traffic_shift) +
+            ": only a shift by the whole cluster keeps both";  // their lcm is the node count
+    return topology_shift && traffic_shift ? std::lcm(topology_shift, traffic_shift) : nodes_;
+  }
+
+  // The group of a candidate, when its generators are verified automorphisms that keep the
+  // traffic and, on the links, satisfy the relations of the intended group (each generator's
+  // order, and commuting): then it has `members` elements, as on the nodes, and every link
+  // orbit's size divides it.
+  std::optional<RankFold> group(int step, int block) {
+    RankFold f = fold_for(step, block);
+    const int generators = step < block ? 2 : 1;
+    // The rotation first: it usually fails fast, the block shift passes (slowly) for every block.
+    for (int k = generators - 1; k >= 0; --k) {
+      if (k == 0) {
+        auto [kept, fresh] = block_traffic_.try_emplace(block);
+        if (fresh) kept->second = traffic_ok(f, 0);
+        if (!kept->second) return std::nullopt;
+      } else if (!traffic_ok(f, k)) {
+        return std::nullopt;
+      }
+    }
+    std::vector<std::vector<int>> images;
+    for (int k = 0; k < generators; ++k) {
+      images.push_back(topology_image(f, k));
+      if (images.back().empty()) return std::nullopt;
+    }
+    const int orders[2] = {nodes_ / block, block / step};
+    for (int k = 0; k < generators; ++k)
+      if (!cycles_divide(images[k], orders[k])) return std::nullopt;
+    if (generators == 2)
+      for (std::size_t l = 0; l < images[0].size(); ++l)
+        if (images[0][images[1][l]] != images[1][images[0][l]]) return std::nullopt;
+    link_classes_of(images, nodes_ / step, f);
+    return f;
+  }
+
+  const Topology& topo_;
+  const bool ports_in_order_;
+  const int ranks_, nodes_, per_node_;
+  std::span<const TrafficGroups> traffic_;
+  std::vector<TrafficIndex> indexed_;  // per traffic set
+  std::vector<std::size_t> order_;     // of the traffic sets, widest groups first
+  MoveCache::State* state_ = nullptr;  // the topology's adjacency and verified moves
+  std::vector<int> moved_;             // per rank: where the move being checked takes it
+  std::string broke_;                  // what the last traffic check that failed found
+  std::map<int, bool> block_traffic_;  // block -> its shift keeps the traffic
+};
+
 // choose_fold on `topo`, the whole topology or a skeleton (`ports_in_order`) of `gpus` GPUs.
 template <class RingsOf>
 FoldChoice choose_fold_on(EngineMode mode, const Topology& topo, int gpus, bool ports_in_order,
@@ -307,119 +450,10 @@ FoldChoice choose_fold_on(EngineMode mode, const Topology& topo, int gpus, bool 
     why = "a single node has no translation";
   } else {
     MoveCache local;
-    MoveCache& moves = cache ? *cache : local;
-    if (!moves.state || moves.state->topo != &topo || moves.state->links != topo.links.size()) {
-      moves.state = std::make_unique<MoveCache::State>();
-      moves.state->topo = &topo;
-      moves.state->links = topo.links.size();
-      moves.state->adj = adjacency(topo);
-    }
-    const Adjacency& adj = moves.state->adj;
-    std::vector<TrafficIndex> indexed;
-    for (const TrafficGroups& t : traffic) indexed.push_back(index_traffic(rings_of, t, ranks));
-    const int nodes = topo.nodes, per_node = topo.gpus_per_node;
-    auto fold_for = [&](int step, int block) {
-      RankFold f;
-      f.ranks = ranks;
-      f.period = step * per_node;
-      f.gpus_per_node = per_node;
-      f.step_nodes = step;
-      f.block_nodes = block;
-      return f;
-    };
-    std::string broke;
-    // Sets of the widest groups first: they are the likeliest to break a move, and a check that
-    // passes costs a pass over every group and ring edge.
-    std::vector<std::size_t> order(traffic.size());
-    std::iota(order.begin(), order.end(), std::size_t(0));
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      auto width = [&](std::size_t t) { return traffic[t].groups->empty() ? 0 : traffic[t].groups->front().size(); };
-      return width(a) > width(b);
-    });
-    std::vector<int> moved(ranks);
-    auto traffic_ok = [&](const RankFold& f, int generator) {
-      for (int r = 0; r < ranks; ++r) moved[r] = f.moved(r, generator);
-      for (std::size_t t : order)
-        if (!traffic_kept(traffic[t], indexed[t], moved, broke)) return false;
-      return true;
-    };
-    auto& verified = moves.state->verified;
-    auto topology_image = [&](const RankFold& f, int generator) -> const std::vector<int>& {
-      const std::pair key = generator == 0 ? std::pair{f.block_nodes, f.block_nodes} : std::pair{f.step_nodes, f.block_nodes};
-      auto [it, fresh] = verified.try_emplace(key);
-      if (fresh) {
-        std::vector<int> node_map(nodes);
-        for (int n = 0; n < nodes; ++n) node_map[n] = f.moved(n * per_node, generator) / per_node;
-        it->second = node_permutation_links(topo, adj, node_map, ports_in_order);
-      }
-      return it->second;
-    };
-    // The shifts of whole nodes that keep the topology, and those that keep the traffic, are each
-    // the multiples of their smallest (a subgroup of the cyclic shifts), so the smallest shift
-    // keeping both is the least common multiple of the two smallest. Misaligned shifts fail fast
-    // on the topology, so that is tried first. The subgroup argument only proposes candidates:
-    // each one used is derived and verified itself below (the derivation may miss automorphisms).
-    int topology_shift = 0, traffic_shift = 0;
-    for (int b = 1; b < nodes && !topology_shift; ++b)
-      if (nodes % b == 0 && !topology_image(fold_for(b, b), 0).empty()) topology_shift = b;
-    for (int b = 1; b < nodes && !traffic_shift; ++b)
-      if (nodes % b == 0 && traffic_ok(fold_for(b, b), 0)) traffic_shift = b;
-    const std::string traffic_broke = broke;
-    const int period = topology_shift && traffic_shift ? std::lcm(topology_shift, traffic_shift) : nodes;
-    if (!topology_shift)
-      why = "no shift of whole nodes maps the cluster onto itself";
-    else if (!traffic_shift)
-      why = "the cluster repeats every " + count(topology_shift) + ", but no shift of whole nodes keeps the traffic (" +
-            traffic_broke + ")";
-    else
-      why = "the cluster repeats every " + count(topology_shift) + " and the traffic every " + count(traffic_shift) +
-            ": only a shift by the whole cluster keeps both";  // their lcm is the node count
-    // The group of a candidate, when its generators are verified automorphisms that keep the
-    // traffic and, on the links, satisfy the relations of the intended group (each generator's
-    // order, and commuting): then it has `members` elements, as on the nodes, and every link
-    // orbit's size divides it.
-    std::map<int, bool> block_traffic;  // block -> its shift keeps the traffic
-    auto group = [&](int step, int block) -> std::optional<RankFold> {
-      RankFold f = fold_for(step, block);
-      const int generators = step < block ? 2 : 1;
-      // The rotation first: it usually fails fast, the block shift passes (slowly) for every block.
-      for (int k = generators - 1; k >= 0; --k) {
-        if (k == 0) {
-          auto [kept, fresh] = block_traffic.try_emplace(block);
-          if (fresh) kept->second = traffic_ok(f, 0);
-          if (!kept->second) return std::nullopt;
-        } else if (!traffic_ok(f, k)) {
-          return std::nullopt;
-        }
-      }
-      std::vector<std::vector<int>> images;
-      for (int k = 0; k < generators; ++k) {
-        images.push_back(topology_image(f, k));
-        if (images.back().empty()) return std::nullopt;
-      }
-      const int orders[2] = {nodes / block, block / step};
-      for (int k = 0; k < generators; ++k)
-        if (!cycles_divide(images[k], orders[k])) return std::nullopt;
-      if (generators == 2)
-        for (std::size_t l = 0; l < images[0].size(); ++l)
-          if (images[0][images[1][l]] != images[1][images[0][l]]) return std::nullopt;
-      link_classes_of(images, nodes / step, f);
-      return f;
-    };
-    // Finer: rotate nodes by `step` within blocks of D nodes that shift (D a multiple of the period).
-    // Rings usually forbid it; an all-to-all seldom does. Traffic first: it fails fast here.
-    if (period < nodes)  // kept unless a candidate below is verified
-      why = "the cluster and the traffic repeat every " + count(period) +
-            ", but no move of that kind was verified as a group (docs/symmetry.md, \"Which group\")";
-    for (int step = 1; step < nodes && period < nodes; ++step) {
-      if (nodes % step != 0) continue;
-      std::optional<RankFold> found;
-      if (step % period == 0) found = group(step, step);
-      for (int d = period; !found && d < nodes; d += period)
-        if (nodes % d == 0 && d % step == 0 && d > step) found = group(step, d);
-      if (!found) continue;
+    FoldSearch search(topo, ports_in_order, rings_of, ranks, traffic, cache ? *cache : local);
+    if (std::optional<RankFold> found = search.finest(why)) {
       c.use = {"classes", describe(found->step_nodes, found->block_nodes), found->period, found->link_classes(),
-               nodes / step};
+               topo.nodes / found->step_nodes};
       c.fold = std::move(*found);
       return c;
     }
