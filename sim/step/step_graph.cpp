@@ -53,57 +53,8 @@ class StepBuilder {
   }
 
   StepTasks build(bool checkpointing, int layers) {
-    const bool zero3 = zero_.stage == 3;
-    if (zero3) plan_fetches(checkpointing, layers);
-    // Gradients are reduced a bucket at a time (docs/cost-model.md, "Gradient reduction"). ZeRO-2
-    // and 3, and ZeRO-1 with overlap_comm, reduce from backward hooks: a bucket (DeepSpeed's
-    // reduce_bucket_size) once the module whose backward comes next would overflow it (DeepSpeed
-    // flushes at that module's first gradient, early in its backward; here just before it, after
-    // the previous module's); a module larger than the bucket is reduced right after its own
-    // backward. ZeRO-0, and ZeRO-1 without overlap_comm, have no hooks: every module's gradients
-    // wait for backward to end and are then reduced in the same buckets (ZeRO-0's fixed size).
-    const bool hooks = zero_.stage >= 2 || (zero_.stage == 1 && zero_.overlap_comm);
-    const double bucket_size = zero_.stage == 0 ? zero0_allreduce_bucket_elements : zero_.reduce_bucket_elements;
-    const bool bucketed = bucket_size > 0;
-    double bucket = 0;
-    int bucket_layer = -1;  // the last module in the bucket, which its call is labelled with
-    auto flush_before = [&](double parameters) {
-      if (bucketed && bucket > 0 && bucket + parameters > bucket_size) {
-        reduce_gradients(bucket, bucket_layer);
-        bucket = 0;
-      }
-    };
-    auto add_to_bucket = [&](double parameters, int layer) {
-      if (!bucketed) return reduce_gradients(parameters, layer);
-      bucket += parameters;
-      bucket_layer = layer;
-      if (bucket >= bucket_size) {
-        reduce_gradients(bucket, layer);
-        bucket = 0;
-      }
-    };
-    std::vector<std::pair<double, int>> after_backward;  // (parameters, layer) of each module, without hooks
-    auto before_backward = [&](double parameters) {
-      if (zero_.reduce_gradients && hooks) flush_before(parameters);
-    };
-    // A window's middle layer stands for the layers left out (step_figures.cpp): under ZeRO-1/2
-    // its gradients are reduced on their own, the bucket before it flushed ahead of its backward,
-    // so that its period holds one layer's reduction, as many bytes as a left-out layer's (the
-    // calls of the whole graph are fewer and larger). ZeRO-3's buckets are as documented in
-    // docs/cost-model.md ("Large jobs").
-    const bool windowed = layers < model_.layers;
-    auto alone = [&](int layer) {
-      return windowed && layer == layers / 2 && zero_.reduce_gradients && hooks && zero_.stage < 3;
-    };
-    auto gradients_ready = [&](double parameters, int layer) {
-      if (!zero_.reduce_gradients) return;
-      if (alone(layer))
-        reduce_gradients(parameters, layer, false);
-      else if (hooks)
-        add_to_bucket(parameters, layer);
-      else
-        after_backward.push_back({parameters, layer});
-    };
+    if (zero_.stage == 3) plan_fetches(checkpointing, layers);
+    start_gradient_buckets(layers);
     use_weights(Zero3Use::embedding, -1, forward);
     compute(Label::embedding, -1, forward, costs_.embedding[0]);
     for (int layer = 0; layer < layers; ++layer) layer_forward(layer, forward);
@@ -114,9 +65,9 @@ class StepBuilder {
     compute(Label::lm_head, -1, backward, costs_.lm_head[1]);
     gradients_ready(costs_.head_gradients, -1);
     for (int layer = layers - 1; layer >= 0; --layer) {
-      if (alone(layer) && bucket > 0) {
-        reduce_gradients(bucket, bucket_layer);
-        bucket = 0;
+      if (alone(layer) && buckets_.elements > 0) {
+        reduce_gradients(buckets_.elements, buckets_.layer);
+        buckets_.elements = 0;
       }
       if (checkpointing) layer_forward(layer, recompute);
       before_backward(costs_.layer_parameters);
@@ -127,21 +78,98 @@ class StepBuilder {
     use_weights(Zero3Use::embedding, -1, backward);
     compute(Label::embedding, -1, backward, costs_.embedding[1]);
     gradients_ready(costs_.embedding_parameters, -1);
-    if (windowed && !after_backward.empty()) {
+    reduce_after_backward();
+    optimizer_and_end();
+    return std::move(out_);
+  }
+
+ private:
+  // Gradients are reduced a bucket at a time (docs/cost-model.md, "Gradient reduction"). ZeRO-2
+  // and 3, and ZeRO-1 with overlap_comm, reduce from backward hooks: a bucket (DeepSpeed's
+  // reduce_bucket_size) once the module whose backward comes next would overflow it (DeepSpeed
+  // flushes at that module's first gradient, early in its backward; here just before it, after
+  // the previous module's); a module larger than the bucket is reduced right after its own
+  // backward. ZeRO-0, and ZeRO-1 without overlap_comm, have no hooks: every module's gradients
+  // wait for backward to end and are then reduced in the same buckets (ZeRO-0's fixed size).
+  struct GradientBuckets {
+    bool hooks = false;
+    double size = 0;       // elements a bucket holds; 0: every module's reduced on its own
+    double elements = 0;   // in the bucket now
+    int layer = -1;        // the last module in the bucket, which its call is labelled with
+    bool windowed = false;  // a window of the model's layers is built
+    std::vector<std::pair<double, int>> after_backward;  // (parameters, layer) of each module, without hooks
+  };
+
+  void start_gradient_buckets(int layers) {
+    buckets_.hooks = zero_.stage >= 2 || (zero_.stage == 1 && zero_.overlap_comm);
+    buckets_.size = zero_.stage == 0 ? zero0_allreduce_bucket_elements : zero_.reduce_bucket_elements;
+    buckets_.windowed = layers < model_.layers;
+    window_middle_ = layers / 2;
+  }
+
+  void flush_before(double parameters) {
+    if (buckets_.size > 0 && buckets_.elements > 0 && buckets_.elements + parameters > buckets_.size) {
+      reduce_gradients(buckets_.elements, buckets_.layer);
+      buckets_.elements = 0;
+    }
+  }
+
+  void add_to_bucket(double parameters, int layer) {
+    if (!(buckets_.size > 0)) return reduce_gradients(parameters, layer);
+    buckets_.elements += parameters;
+    buckets_.layer = layer;
+    if (buckets_.elements >= buckets_.size) {
+      reduce_gradients(buckets_.elements, layer);
+      buckets_.elements = 0;
+    }
+  }
+
+  void before_backward(double parameters) {
+    if (zero_.reduce_gradients && buckets_.hooks) flush_before(parameters);
+  }
+
+  // A window's middle layer stands for the layers left out (step_figures.cpp): under ZeRO-1/2
+  // its gradients are reduced on their own, the bucket before it flushed ahead of its backward,
+  // so that its period holds one layer's reduction, as many bytes as a left-out layer's (the
+  // calls of the whole graph are fewer and larger). ZeRO-3's buckets are as documented in
+  // docs/cost-model.md ("Large jobs").
+  bool alone(int layer) const {
+    return buckets_.windowed && layer == window_middle_ && zero_.reduce_gradients && buckets_.hooks &&
+           zero_.stage < 3;
+  }
+
+  void gradients_ready(double parameters, int layer) {
+    if (!zero_.reduce_gradients) return;
+    if (alone(layer))
+      reduce_gradients(parameters, layer, false);
+    else if (buckets_.hooks)
+      add_to_bucket(parameters, layer);
+    else
+      buckets_.after_backward.push_back({parameters, layer});
+  }
+
+  // Without hooks, every module's gradients are reduced once backward is done, then what is left
+  // in the bucket either way.
+  void reduce_after_backward() {
+    auto& after = buckets_.after_backward;
+    if (buckets_.windowed && !after.empty()) {
       // What is reduced after backward is every module's, the left-out layers' included: the
       // whole graph's calls, outside the layers (-1), so that the extrapolation counts them once.
-      after_backward.assign(1, {costs_.head_gradients, -1});
-      after_backward.insert(after_backward.end(), model_.layers, {costs_.layer_parameters, -1});
-      after_backward.push_back({costs_.embedding_parameters, -1});
+      after.assign(1, {costs_.head_gradients, -1});
+      after.insert(after.end(), model_.layers, {costs_.layer_parameters, -1});
+      after.push_back({costs_.embedding_parameters, -1});
     }
-    for (auto [parameters, layer] : after_backward) {
+    for (auto [parameters, layer] : after) {
       flush_before(parameters);
       add_to_bucket(parameters, layer);
     }
-    if (bucket > 0) reduce_gradients(bucket, -1);  // what is left, once backward is done
-    // Optimizer once every gradient is reduced; ZeRO-1/2 then gather the updated weights. A
-    // micro-step that only accumulates ends with its backward: its zero-time optimizer task
-    // marks that moment.
+    if (buckets_.elements > 0) reduce_gradients(buckets_.elements, -1);
+  }
+
+  // Optimizer once every gradient is reduced; ZeRO-1/2 then gather the updated weights. A
+  // micro-step that only accumulates ends with its backward: its zero-time optimizer task marks
+  // that moment. Then each rank's end, once all its streams are done.
+  void optimizer_and_end() {
     join(reduce_);
     compute(Label::optimizer, -1, forward, zero_.reduce_gradients ? costs_.optimizer : Work{});
     out_.optimizer = compute_;
@@ -155,10 +183,8 @@ class StepBuilder {
       out_.end[r] = engine_.add_delay(0.0);
       for (auto* tail : {&compute_, &gather_, &reduce_}) engine_.depends(out_.end[r], (*tail)[r]);
     }
-    return std::move(out_);
   }
 
- private:
   void compute(Label label, int layer, std::uint8_t pass, const Work& w) {
     for (int r = 0; r < ranks_; ++r) {
       const TaskId t = engine_.add_delay(speed_ ? w.time_s * speed_->factor(r, layer, pass) : w.time_s);
@@ -363,6 +389,8 @@ class StepBuilder {
   std::vector<std::vector<TaskId>> unit_done_;   // per unit, per rank: its latest gather has returned
   std::size_t next_use_ = 0;                     // in trace_: the first use not reached yet
   int window_layers_ = 0;                        // layers built into the graph
+  int window_middle_ = 0;                        // the layer a window's extrapolation repeats
+  GradientBuckets buckets_;
   std::optional<GroupSet> shard_, replica_, a2a_, ring_;
   StepTasks out_;
 };
