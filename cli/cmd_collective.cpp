@@ -35,13 +35,21 @@ struct Row {
   double nic_bytes = 0.0;  // bytes on NIC<->fabric links, both directions
 };
 
-// A rank's buffer: positive and at most 1 TiB (no GPU holds more; beyond, figures mean nothing).
+// A rank's buffer: 1 B to 1 TiB (ranges::buffer_bytes: no GPU holds more; beyond, figures mean nothing).
 double buffer_size(const std::string& flag, const std::string& text) {
-  constexpr double max_bytes = 1099511627776.0;
-  const double bytes = parse_flag_quantity(flag, text, Quantity::bytes);
-  if (!(bytes > 0.0 && bytes <= max_bytes))
-    throw InputError("", 0, flag, "'" + text + "': a rank's buffer must be above 0 and at most 1 TiB");
-  return bytes;
+  return parse_flag_quantity(flag, text, ranges::buffer_bytes);
+}
+
+// A sweep's factor: above 1, and at most the largest buffer over the smallest (2^40), beyond which
+// no sweep has a second row (an infinite factor would be no sweep at all).
+void check_factor(double factor) {
+  constexpr double max_factor = ranges::buffer_bytes.max / ranges::buffer_bytes.min;
+  if (!(factor > 1.0 && factor <= max_factor)) {
+    char message[128];
+    std::snprintf(message, sizeof message, "'%g': the size factor must be > 1 and at most %.0f (1 TiB / 1 B)", factor,
+                  max_factor);
+    throw InputError("", 0, "-f", message);
+  }
 }
 
 std::vector<double> sizes(const CollectiveArgs& a) {
@@ -54,8 +62,7 @@ std::vector<double> sizes(const CollectiveArgs& a) {
     throw InputError("", 0, "--size", "give --size BYTES, or -b MIN and -e MAX (and -f FACTOR)");
   const double lo = buffer_size("-b", a.min_size);
   const double hi = buffer_size("-e", a.max_size);
-  if (!(a.factor > 1.0)) throw InputError("", 0, "-f", "the size factor must be > 1");
-  if (!(lo > 0.0)) throw InputError("", 0, "-b", "the smallest size must be > 0");
+  check_factor(a.factor);
   if (hi < lo) throw InputError("", 0, "-e", "the largest size must be >= the smallest (-b)");
   // Whole bytes, as nccl-tests sizes are; a sweep is a table, not a stress test.
   constexpr std::size_t max_rows = 1000;
@@ -202,7 +209,7 @@ void add_collective_command(CLI::App& app, Chosen& chosen) {
   sub->add_option("--groups,-g", a->groups,
                   "B: groups of K = ranks/B (1 = one global group, Ulysses); a list compares, e.g. 1,2")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(within(ranges::gpu_count))
       ->capture_default_str();
   sub->add_option("--placement", a->placement, "Group membership: contiguous (g*K..g*K+K-1) or strided (rank mod B)")
       ->check(CLI::IsMember({"contiguous", "strided"}))

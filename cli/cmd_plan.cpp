@@ -182,14 +182,10 @@ PlanQuestion question_of(const PlanArgs& a) {
   q.job.calibration = a.calibration;
   q.global_batch = a.global_batch;
   q.strategies = parse_strategies(a.strategies);
-  if (!a.memory_limit.empty()) {
-    q.memory_limit_bytes = parse_flag_quantity("--memory-limit", a.memory_limit, Quantity::bytes);
-    if (!(q.memory_limit_bytes > 0)) throw InputError("", 0, "--memory-limit", "must be more than 0 bytes");
-  }
-  if (!a.simulation_memory.empty()) {
-    q.simulation_memory_bytes = parse_flag_quantity("--sim-memory", a.simulation_memory, Quantity::bytes);
-    if (!(q.simulation_memory_bytes > 0)) throw InputError("", 0, "--sim-memory", "must be more than 0 bytes");
-  }
+  if (!a.memory_limit.empty())
+    q.memory_limit_bytes = parse_flag_quantity("--memory-limit", a.memory_limit, ranges::gpu_memory);
+  if (!a.simulation_memory.empty())
+    q.simulation_memory_bytes = parse_flag_quantity("--sim-memory", a.simulation_memory, ranges::host_memory);
   q.threads = a.threads;
   q.exhaustive = a.exhaustive;
   q.ranked = a.top;

@@ -5,6 +5,7 @@
 #include "gpu_kind.hpp"
 #include "input_error.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
 
@@ -49,6 +50,32 @@ double parse_flag_quantity(const std::string& flag, const std::string& text, Qua
   auto v = parse_quantity(text, kind);
   if (!v) throw InputError("", 0, flag, "'" + text + "' is not " + quantity_examples(kind));
   return *v;
+}
+
+double parse_flag_quantity(const std::string& flag, const std::string& text, const PhysicalRange& range) {
+  const Quantity kind = *written_as(range.unit);  // a range of bytes, bandwidth or time
+  const auto v = parse_quantity(text, kind);
+  if (!v) throw InputError("", 0, flag, "'" + text + "' is not " + quantity_examples(kind) + " (" + range.allowed() + ")");
+  return require_in_range(*v, range, "", 0, flag, text);
+}
+
+CLI::Validator within(const PhysicalRange& range) {
+  return CLI::Validator(
+      [range](std::string& text) -> std::string {
+        std::size_t used = 0;
+        double v = 0.0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        const bool whole = range.unit != RangeUnit::count || v == std::floor(v);
+        if (used == 0 || used != text.size() || !whole)
+          return "'" + text + "' is not " + (range.unit == RangeUnit::count ? "a whole number" : "a number") + " (" +
+                 range.allowed() + ")";
+        return range.contains(v) ? std::string() : out_of_range(v, range, text);
+      },
+      "in " + range.bounds());
 }
 
 void write_text_file(const std::string& file, const std::string& flag, const std::string& text) {

@@ -2,6 +2,7 @@
 // with units, output format. One table of options both validates input and prints help.
 #pragma once
 
+#include "input_ranges.hpp"
 #include "topology_file.hpp"
 #include "units.hpp"
 
@@ -30,6 +31,12 @@ struct FormatOptions {
 
 // Parses a flag's value with units; InputError naming the flag otherwise.
 double parse_flag_quantity(const std::string& flag, const std::string& text, Quantity kind);
+// Parses a flag's value with units within its physical range (input_ranges.hpp); InputError
+// naming the flag and what is allowed otherwise.
+double parse_flag_quantity(const std::string& flag, const std::string& text, const PhysicalRange& range);
+// A CLI11 check: a number (a whole one for counts) within the physical range, else a message that
+// says what is allowed.
+CLI::Validator within(const PhysicalRange& range);
 
 // Writes `text` to `file` ("-": stdout); InputError naming the flag when it cannot.
 void write_text_file(const std::string& file, const std::string& flag, const std::string& text);

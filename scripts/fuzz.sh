@@ -33,10 +33,10 @@ cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/basp_fuzz_}"
 export BASP_DATA_DIR="$PWD"
 seeds() {  # the shipped inputs each target starts from
   case "$1" in
-    topology) echo topologies tests/data ;;
+    topology) echo topologies tests/data tests/fuzz/seeds/topology ;;
     model) echo models ;;
-    calibration) echo calibrations ;;
-    measurements) echo tests/data ;;
+    calibration) echo calibrations tests/fuzz/seeds/calibration ;;
+    measurements) echo tests/data tests/fuzz/seeds/measurements ;;
     units) echo tests/fuzz/seeds/units ;;
     cli) echo tests/fuzz/seeds/cli ;;
   esac
@@ -46,7 +46,9 @@ for t in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$t
   mkdir -p "$corpus" "build-fuzz/findings/$t"
   log=build-fuzz/fuzz-$t.log
-  if ! build-fuzz/tests/fuzz/basp_fuzz_"$t" "${limit[@]}" -timeout=10 -rss_limit_mb=4096 \
+  # Each target's dictionary: its input's words and the values beyond and at the ends of the
+  # physical ranges (1e308, 1e-320, 2^64, inf, nan, 2^24, ...), so that mutations reach the checks.
+  if ! build-fuzz/tests/fuzz/basp_fuzz_"$t" "${limit[@]}" -dict="tests/fuzz/dictionaries/$t.dict" -timeout=10 -rss_limit_mb=4096 \
        -max_len=16384 -artifact_prefix="build-fuzz/findings/$t/" -print_final_stats=1 \
        "$corpus" $(seeds "$t") >"$log" 2>&1; then
     failed=1

@@ -3,6 +3,7 @@
 #include "units.hpp"
 
 #include "input_error.hpp"
+#include "input_ranges.hpp"
 
 #include <array>
 #include <charconv>
@@ -127,9 +128,9 @@ std::optional<double> parse_binary_multiple(const std::string& text, bool allow_
 long parse_tokens(const std::string& text, const std::string& flag) {
   const bool giga = !text.empty() && (text.back() == 'G' || text.back() == 'g');  // tokens stop at M
   const auto tokens = giga ? std::nullopt : parse_binary_multiple(text, false);
-  if (!tokens || *tokens < 1 || *tokens > double(1L << 40))
+  if (!tokens)
     throw InputError("", 0, flag, "'" + text + "' is not a sequence length (tokens, e.g. 16384, 16K, 128K)");
-  return long(*tokens);
+  return long(require_in_range(*tokens, ranges::sequence_tokens, "", 0, flag, text));
 }
 
 }  // namespace basp

@@ -28,8 +28,8 @@ std::string format_exact(double value, const char* unit);
 // nccl-tests write counts and sizes ("16K", "128M"); nullopt otherwise. Whole numbers only unless
 // allow_fraction.
 std::optional<double> parse_binary_multiple(const std::string& text, bool allow_fraction);
-// A token count with an optional K (×1024) or M (×1024²) suffix ("16384", "16K", "128K");
-// throws InputError naming `flag` otherwise.
+// A token count with an optional K (×1024) or M (×1024²) suffix ("16384", "16K", "128K"), within
+// ranges::sequence_tokens (1 to 2^24); throws InputError naming `flag` otherwise.
 long parse_tokens(const std::string& text, const std::string& flag);
 
 }  // namespace basp

@@ -111,7 +111,34 @@ double YamlFields::number(const std::string& key, double min, double max, std::o
   return *value;
 }
 
-double YamlFields::quantity(const std::string& key, Quantity kind, std::optional<double> fallback) {
+long YamlFields::integer(const std::string& key, const PhysicalRange& range, std::optional<long> fallback) {
+  read_.insert(key);
+  if (!has(key)) {
+    if (fallback) return *fallback;
+    fail(key, "is required (" + range.allowed() + ")");
+  }
+  const std::string s = text(key);
+  const auto value = parse_whole<long>(s);
+  if (!value) fail(key, "'" + s + "' is not a whole number (" + range.allowed() + ")");
+  if (!range.contains(double(*value))) fail(key, out_of_range(double(*value), range, s));
+  return *value;
+}
+
+double YamlFields::number(const std::string& key, const PhysicalRange& range, std::optional<double> fallback) {
+  read_.insert(key);
+  if (!has(key)) {
+    if (fallback) return *fallback;
+    fail(key, "is required (" + range.allowed() + ")");
+  }
+  const std::string s = text(key);
+  const auto value = parse_whole<double>(s);
+  if (!value) fail(key, "'" + s + "' is not a number (" + range.allowed() + ")");
+  if (!range.contains(*value)) fail(key, out_of_range(*value, range, s));
+  return *value;
+}
+
+double YamlFields::quantity(const std::string& key, const PhysicalRange& range, std::optional<double> fallback) {
+  const Quantity kind = *written_as(range.unit);  // a range of bytes, bandwidth or time
   read_.insert(key);
   if (!has(key)) {
     if (fallback) return *fallback;
@@ -119,8 +146,8 @@ double YamlFields::quantity(const std::string& key, Quantity kind, std::optional
   }
   const std::string s = text(key);
   auto value = parse_quantity(s, kind);
-  if (!value) fail(key, "'" + s + "' is not " + quantity_examples(kind));
-  if (kind == Quantity::bandwidth && !(*value > 0.0)) fail(key, "a bandwidth must be > 0");
+  if (!value) fail(key, "'" + s + "' is not " + quantity_examples(kind) + " (" + range.allowed() + ")");
+  if (!range.contains(*value)) fail(key, out_of_range(*value, range, s));
   return *value;
 }
 

@@ -2,6 +2,7 @@
 // range, and every error names file, line and dotted field. Shared by all YAML inputs.
 #pragma once
 
+#include "input_ranges.hpp"
 #include "units.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -23,9 +24,14 @@ class YamlFields {
   std::string choice(const std::string& key, std::initializer_list<const char*> allowed,
                      std::optional<std::string> fallback = std::nullopt);
   long integer(const std::string& key, long min, long max, std::optional<long> fallback = std::nullopt);
+  // A whole number within a physical range (input_ranges.hpp).
+  long integer(const std::string& key, const PhysicalRange& range, std::optional<long> fallback = std::nullopt);
   double number(const std::string& key, double min, double max,
                 std::optional<double> fallback = std::nullopt);
-  double quantity(const std::string& key, Quantity kind, std::optional<double> fallback = std::nullopt);
+  double number(const std::string& key, const PhysicalRange& range, std::optional<double> fallback = std::nullopt);
+  // A quantity with its unit ("2 us", "400 Gb/s") within a physical range of bytes, bandwidth or time;
+  // the fallback, when the key is absent, is not checked (it may mean "derive it").
+  double quantity(const std::string& key, const PhysicalRange& range, std::optional<double> fallback = std::nullopt);
   bool boolean(const std::string& key, std::optional<bool> fallback = std::nullopt);
   std::vector<long> integers(const std::string& key, long min, long max);
   YamlFields map(const std::string& key);            // a nested mapping (required)

@@ -4,6 +4,7 @@
 
 #include "data_files.hpp"
 #include "input_error.hpp"
+#include "input_ranges.hpp"
 #include "topology_template.hpp"
 #include "yaml_fields.hpp"
 
@@ -25,8 +26,8 @@ constexpr double min_oversubscription = 1e-3, max_oversubscription = 1e3;
 void read_common(YamlFields& f, SoftwareCosts& sw, RoutingOptions& routing) {
   if (f.has("software")) {
     YamlFields s = f.map("software");
-    sw.launch_s = s.quantity("launch_overhead", Quantity::time, sw.launch_s);
-    sw.per_peer_s = s.quantity("per_peer_overhead", Quantity::time, sw.per_peer_s);
+    sw.launch_s = s.quantity("launch_overhead", ranges::latency, sw.launch_s);
+    sw.per_peer_s = s.quantity("per_peer_overhead", ranges::latency, sw.per_peer_s);
     s.reject_unknown();
   } else {
     f.text("software", "");  // mark as known
@@ -51,27 +52,27 @@ TopologyTemplate read_template(YamlFields& f) {
   t.node.gpus = static_cast<int>(n.integer("gpus", 1, 1024));
   if (t.node.kind != NodeKind::pcie) {
     YamlFields nv = n.map("nvlink");
-    t.node.nvlink_Bps = nv.quantity("bandwidth", Quantity::bandwidth);
-    t.node.nvlink_latency_s = nv.quantity("latency", Quantity::time);
+    t.node.nvlink_Bps = nv.quantity("bandwidth", ranges::bandwidth);
+    t.node.nvlink_latency_s = nv.quantity("latency", ranges::latency);
     if (t.node.kind == NodeKind::nvswitch)
       t.node.domain_nodes = static_cast<int>(nv.integer("domain_nodes", 1, 1 << 16, 1));
     nv.reject_unknown();
   }
   YamlFields p = n.map("pcie");
-  t.node.pcie_Bps = p.quantity("bandwidth", Quantity::bandwidth);
-  t.node.pcie_latency_s = p.quantity("latency", Quantity::time);
+  t.node.pcie_Bps = p.quantity("bandwidth", ranges::bandwidth);
+  t.node.pcie_latency_s = p.quantity("latency", ranges::latency);
   t.node.pcie_switches = static_cast<int>(p.integer("switches", 0, 1024, 1));
-  t.node.pcie_uplink_Bps = p.quantity("uplink_bandwidth", Quantity::bandwidth, t.node.pcie_Bps);
+  t.node.pcie_uplink_Bps = p.quantity("uplink_bandwidth", ranges::bandwidth, t.node.pcie_Bps);
   t.node.sockets = static_cast<int>(p.integer("sockets", 1, 8, 1));
   if (t.node.sockets > 1) {
-    t.node.inter_socket_Bps = p.quantity("inter_socket_bandwidth", Quantity::bandwidth);
-    t.node.inter_socket_latency_s = p.quantity("inter_socket_latency", Quantity::time);
+    t.node.inter_socket_Bps = p.quantity("inter_socket_bandwidth", ranges::bandwidth);
+    t.node.inter_socket_latency_s = p.quantity("inter_socket_latency", ranges::latency);
   }
   p.reject_unknown();
   if (n.has("nics")) {
     YamlFields nic = n.map("nics");
     t.node.nics = static_cast<int>(nic.integer("count", 0, 1024));
-    if (t.node.nics > 0) t.node.nic_Bps = nic.quantity("bandwidth", Quantity::bandwidth);
+    if (t.node.nics > 0) t.node.nic_Bps = nic.quantity("bandwidth", ranges::bandwidth);
     if (nic.has("affinity")) {
       for (long j : nic.integers("affinity", 0, 1023)) t.node.nic_of_gpu.push_back(static_cast<int>(j));
     }
@@ -89,8 +90,8 @@ TopologyTemplate read_template(YamlFields& f) {
                   : fk == "rail" ? FabricKind::rail
                                  : FabricKind::three_tier;
   if (t.fabric.kind != FabricKind::none) {
-    t.fabric.link_Bps = fb.quantity("bandwidth", Quantity::bandwidth, 0.0);
-    t.fabric.latency_s = fb.quantity("latency", Quantity::time);
+    t.fabric.link_Bps = fb.quantity("bandwidth", ranges::bandwidth, 0.0);
+    t.fabric.latency_s = fb.quantity("latency", ranges::latency);
   }
   if (t.fabric.kind == FabricKind::leaf_spine || t.fabric.kind == FabricKind::rail ||
       t.fabric.kind == FabricKind::three_tier) {
@@ -145,13 +146,12 @@ Topology read_explicit(YamlFields& f, const std::string& file) {
       return it->second;
     };
     const VertexId from = vertex("from"), to = vertex("to");
-    const double bw = l.quantity("bandwidth", Quantity::bandwidth);
-    const double lat = l.quantity("latency", Quantity::time);
+    const double bw = l.quantity("bandwidth", ranges::bandwidth);
+    const double lat = l.quantity("latency", ranges::latency);
     const std::string cls = l.choice("class", {"nvlink", "pcie", "host", "nic", "fabric"});
     LinkClass lc = LinkClass::fabric;
     for (LinkClass c : link_classes)
       if (to_string(c) == cls) lc = c;
-    if (bw <= 0.0) l.fail("bandwidth", "must be > 0");
     if (l.boolean("duplex", false))
       add_duplex(topo, from, to, bw, lat, lc);
     else

@@ -6,6 +6,7 @@
 
 #include "data_files.hpp"
 #include "input_error.hpp"
+#include "input_ranges.hpp"
 #include "yaml_fields.hpp"
 
 #include <cmath>
@@ -13,6 +14,18 @@
 #include <limits>
 
 namespace basp {
+
+const PhysicalRange* fitted_parameter_range(const std::string& name) {
+  const auto ends_with = [&](std::string_view tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  const auto starts_with = [&](std::string_view head) { return name.rfind(head, 0) == 0; };
+  if (starts_with("compute.") && ends_with("_half_flops")) return &ranges::flops;
+  if (starts_with("compute.")) return &ranges::efficiency;
+  if (starts_with("software.") || (starts_with("links.") && ends_with(".latency"))) return &ranges::latency;
+  if (starts_with("links.") && ends_with(".efficiency")) return &ranges::efficiency;
+  return nullptr;
+}
 
 Calibration load_calibration(const std::string& name_or_path) {
   Calibration c;
@@ -31,30 +44,30 @@ Calibration load_calibration(const std::string& name_or_path) {
       const std::string key(to_string(cls));
       if (!links.has(key)) continue;
       YamlFields l = links.map(key);
-      if (l.has("efficiency")) c.links[cls].efficiency = l.number("efficiency", 1e-9, 1.0);
-      if (l.has("latency")) c.links[cls].latency_s = l.quantity("latency", Quantity::time);
+      if (l.has("efficiency")) c.links[cls].efficiency = l.number("efficiency", ranges::efficiency);
+      if (l.has("latency")) c.links[cls].latency_s = l.quantity("latency", ranges::latency);
       l.reject_unknown();
     }
     links.reject_unknown();
   }
   if (f.has("software")) {
     YamlFields s = f.map("software");
-    if (s.has("launch_overhead")) c.launch_s = s.quantity("launch_overhead", Quantity::time);
-    if (s.has("per_peer_overhead")) c.per_peer_s = s.quantity("per_peer_overhead", Quantity::time);
+    if (s.has("launch_overhead")) c.launch_s = s.quantity("launch_overhead", ranges::latency);
+    if (s.has("per_peer_overhead")) c.per_peer_s = s.quantity("per_peer_overhead", ranges::latency);
     s.reject_unknown();
   }
   if (f.has("compute")) {
     YamlFields e = f.map("compute");
     ComputeEfficiency& k = c.compute;
-    k.gemm = e.number("gemm", 1e-9, 1.0, k.gemm);
-    k.attention_forward = e.number("attention_forward", 1e-9, 1.0, k.attention_forward);
-    k.attention_backward = e.number("attention_backward", 1e-9, 1.0, k.attention_backward);
-    k.memory = e.number("memory", 1e-9, 1.0, k.memory);
-    if (e.has("rotary")) k.rotary = e.number("rotary", 1e-9, 1.0, 0.0);
-    if (e.has("unpack_heads")) k.unpack_heads = e.number("unpack_heads", 1e-9, 1.0, 0.0);
-    k.gemm_half_flops = e.number("gemm_half_flops", 0.0, 1e30, 0.0);
-    k.attention_forward_half_flops = e.number("attention_forward_half_flops", 0.0, 1e30, 0.0);
-    k.attention_backward_half_flops = e.number("attention_backward_half_flops", 0.0, 1e30, 0.0);
+    k.gemm = e.number("gemm", ranges::efficiency, k.gemm);
+    k.attention_forward = e.number("attention_forward", ranges::efficiency, k.attention_forward);
+    k.attention_backward = e.number("attention_backward", ranges::efficiency, k.attention_backward);
+    k.memory = e.number("memory", ranges::efficiency, k.memory);
+    if (e.has("rotary")) k.rotary = e.number("rotary", ranges::efficiency);
+    if (e.has("unpack_heads")) k.unpack_heads = e.number("unpack_heads", ranges::efficiency);
+    k.gemm_half_flops = e.number("gemm_half_flops", ranges::flops, 0.0);
+    k.attention_forward_half_flops = e.number("attention_forward_half_flops", ranges::flops, 0.0);
+    k.attention_backward_half_flops = e.number("attention_backward_half_flops", ranges::flops, 0.0);
     e.reject_unknown();
   }
   if (f.has("fit")) {  // written by `basp calibrate`: checked; the parameters' sigmas range --uncertainty
@@ -71,7 +84,12 @@ Calibration load_calibration(const std::string& name_or_path) {
     for (YamlFields& p : fit.maps("parameters")) {
       FittedParameter fp;
       fp.name = p.text("name");
-      fp.value = p.number("value", -1e300, 1e300);
+      // The value in its parameter's physical range, as the field it stands for is.
+      const PhysicalRange* range = fitted_parameter_range(fp.name);
+      if (!range)
+        p.fail("name", "'" + fp.name + "' is not a calibration parameter (links.CLASS.efficiency, "
+                       "links.CLASS.latency, software.launch_overhead, software.per_peer_overhead, compute.*)");
+      fp.value = p.number("value", *range);
       // A number, or "held" (not determined) or "unknown" (no degrees of freedom left).
       const std::string sigma = p.text("sigma");
       char* end = nullptr;

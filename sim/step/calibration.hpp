@@ -2,6 +2,7 @@
 // (per link class efficiency and latency, software overheads, compute efficiencies).
 #pragma once
 
+#include "input_ranges.hpp"
 #include "topology.hpp"
 
 #include <array>
@@ -53,6 +54,11 @@ struct Calibration {
   std::vector<std::string> measurements;       // files it was fitted on (empty: hand-derived)
   std::vector<FittedParameter> fitted;         // fit.parameters: what --uncertainty ranges by
 };
+
+// The physical range of a parameter named as fit.parameters names it (links.nic.efficiency: an
+// efficiency, software.launch_overhead: a latency, compute.gemm_half_flops: FLOPs); null for a name
+// that is no calibration parameter.
+const PhysicalRange* fitted_parameter_range(const std::string& name);
 
 // NAME resolves to calibrations/NAME.yaml; "none" gives the documented defaults.
 Calibration load_calibration(const std::string& name_or_path);

@@ -7,6 +7,7 @@
 
 #include "data_files.hpp"
 #include "input_error.hpp"
+#include "input_ranges.hpp"
 #include "yaml_fields.hpp"
 
 #include <cmath>
@@ -74,10 +75,10 @@ ModelSpec load_model(const std::string& name_or_path) {
   f.text("description", "");
   f.text("sources");
   m.layers = static_cast<int>(f.integer("layers", 1, 1000));
-  m.hidden = f.integer("hidden", 1, 1 << 20);
-  m.heads = static_cast<int>(f.integer("heads", 1, 4096));
-  m.kv_heads = static_cast<int>(f.integer("kv_heads", 1, 4096));
-  m.head_dim = f.integer("head_dim", 1, 4096);
+  m.hidden = f.integer("hidden", ranges::hidden_size);
+  m.heads = static_cast<int>(f.integer("heads", ranges::attention_heads));
+  m.kv_heads = static_cast<int>(f.integer("kv_heads", ranges::attention_heads));
+  m.head_dim = f.integer("head_dim", ranges::head_dim);
   m.ffn = f.integer("ffn", 1, 1 << 22);
   m.ffn_kind = f.choice("ffn_kind", {"swiglu", "gelu"}) == "swiglu" ? FfnKind::swiglu : FfnKind::gelu;
   m.vocab = f.integer("vocab", 1, 1 << 24);

@@ -32,8 +32,10 @@ ParameterRange efficiency(const Calibration& cal, const std::string& name, doubl
 ParameterRange overhead(const Calibration& cal, const std::string& name, double expected) {
   ParameterRange r{name, 0, expected, 0, "", true, false};
   if (const FittedParameter* p = fitted(cal, name)) {
-    r.low = std::max(0.0, expected - 2 * p->sigma);
-    r.high = expected + 2 * p->sigma;
+    // Within the physical range of an overhead: a poorly determined fit (a σ of seconds) does not
+    // make the band simulate a launch no machine has.
+    r.low = std::max(ranges::latency.min, expected - 2 * p->sigma);
+    r.high = std::min(ranges::latency.max, expected + 2 * p->sigma);
     r.source = "fit ±2σ";
   } else {
     r.low = 0.4 * expected;

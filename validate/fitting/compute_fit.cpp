@@ -5,11 +5,13 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 
 #include "cost_model.hpp"
 #include "input_error.hpp"
+#include "input_ranges.hpp"
 #include "least_squares.hpp"
 
 namespace basp::fitting {
@@ -88,6 +90,15 @@ ComputeFit fit_compute(const GpuKind& gpu, const ComputeEfficiency& start,
                            (memory ? "' memory bandwidth: above 1, so that bandwidth is too low"
                                    : "' peak: above 1, so that peak is too low") +
                            " for this hardware");
+    // The file written must load: a calibration's efficiencies lie in their physical range.
+    if (!ranges::efficiency.contains(e)) {
+      char shown[32];
+      std::snprintf(shown, sizeof shown, "%.3g", e);
+      throw InputError("", 0, "--measurements",
+                       cls + " runs at " + shown + " of the '" + std::string(gpu.name) + "' " +
+                           (memory ? "memory bandwidth" : "peak") + ", which is no measurement of it: " +
+                           ranges::efficiency.allowed());
+    }
     const double sigma_e = std::sqrt(f.var_a) / (peak * f.a * f.a);
     const double var_half = f.var_b / (f.a * f.a) + f.b * f.b * f.var_a / std::pow(f.a, 4) -
                             2 * f.b * f.cov_ab / std::pow(f.a, 3);

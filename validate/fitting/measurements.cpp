@@ -7,11 +7,14 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "input_error.hpp"
+#include "input_ranges.hpp"
 
 namespace basp::fitting {
 
@@ -40,6 +43,12 @@ double number(const json& j, const std::string& key, const std::string& path, co
   const json& v = field(j, key, path, where);
   if (!v.is_number()) throw InputError(path, 0, where + "." + key, "must be a number");
   return v.get<double>();
+}
+
+// A number within its physical range (input_ranges.hpp), refused naming its field otherwise.
+double number(const json& j, const std::string& key, const std::string& path, const std::string& where,
+              const PhysicalRange& range) {
+  return require_in_range(number(j, key, path, where), range, path, 0, where.empty() ? key : where + "." + key);
 }
 
 std::string text(const json& j, const std::string& key, const std::string& path, const std::string& where) {
@@ -73,12 +82,40 @@ std::string hardware_line(const json& hw) {
 }  // namespace
 
 namespace {
-int positive(const json& j, const std::string& key, const std::string& path, const std::string& where) {
+// A whole number within its range (a count: ranks, heads, tokens), refused naming its field otherwise.
+int count(const json& j, const std::string& key, const std::string& path, const std::string& where,
+          const PhysicalRange& range) {
   const double v = number(j, key, path, where);
-  // Range first: casting a value beyond int (3e9, 1e300) would be undefined.
-  if (!(v >= 1 && v <= double(std::numeric_limits<int>::max())) || v != std::floor(v))
-    throw InputError(path, 0, where + "." + key, "must be a whole number of at least 1 (and below 2^31)");
+  // Checked before the cast: casting a value beyond int (3e9, 1e300) would be undefined.
+  if (v != std::floor(v) || !range.contains(v))
+    throw InputError(path, 0, where + "." + key,
+                     "'" + nlohmann::json(v).dump() + "' is not a whole number in range: " + range.allowed());
   return int(v);
+}
+
+// The bandwidths a row may carry for the reader (nccl-tests' algbw and busbw, a kernel's GB/s):
+// not fitted, but a file with a negative, denormal or infinite one is not a measurement. A bus
+// bandwidth is 0 for a group of one rank (busbw = algbw (P-1)/P: nothing crosses a link).
+void check_bandwidths(const json& r, const std::string& path, const std::string& where,
+                      std::initializer_list<const char*> keys_in_GBps) {
+  for (const char* key : keys_in_GBps)
+    if (r.is_object() && r.contains(key)) {
+      const double gbps = number(r, key, path, where);
+      const bool bus = std::string_view(key) == "busbw_GBps";
+      if (!ranges::bandwidth.contains(gbps * 1e9) && !(bus && gbps == 0.0))
+        throw InputError(path, 0, where + "." + key,
+                         "'" + nlohmann::json(gbps).dump() + " GB/s' is out of range: " + ranges::bandwidth.allowed() +
+                             (bus ? " (or 0 for a group of one rank)" : ""));
+    }
+}
+
+// A collective's size over its time, nccl-tests' algbw: no link carries more than a bandwidth can be.
+void check_rate(double size_bytes, double time_s, const std::string& path, const std::string& where) {
+  const double rate = size_bytes / time_s;
+  if (rate > ranges::bandwidth.max)
+    throw InputError(path, 0, where,
+                     "size_bytes / time_s is " + nlohmann::json(rate).dump() +
+                         " B/s, faster than any link: " + ranges::bandwidth.allowed());
 }
 
 // Step-level figures: the setting, then each figure with what it is a figure of.
@@ -89,9 +126,9 @@ void read_step(const json& j, const json& results, const std::string& path, std:
   const json& c = field(j, "config", path, "");
   StepSetting set;
   set.topology = text(c, "topology", path, "config");
-  set.seq = positive(c, "seq", path, "config");
-  set.batch = positive(c, "batch", path, "config");
-  set.sp = positive(c, "sp", path, "config");
+  set.seq = count(c, "seq", path, "config", ranges::sequence_tokens);
+  set.batch = count(c, "batch", path, "config", ranges::micro_batch);
+  set.sp = count(c, "sp", path, "config", ranges::gpu_count);
   const double zero = number(c, "zero", path, "config");
   if (zero != 0 && zero != 1 && zero != 2 && zero != 3)
     throw InputError(path, 0, "config.zero", "ZeRO stages are 0, 1, 2 and 3");
@@ -132,6 +169,11 @@ void read_step(const json& j, const json& results, const std::string& path, std:
     if (o.statistic == "value" && o.models.size() != 1)
       throw InputError(path, 0, where + ".models", "statistic value is of exactly one model");
     if (!(o.value > 0)) throw InputError(path, 0, where + ".value", "must be positive");
+    // Times are times, speedups and reductions ratios of two times; a share is a fraction below 1.
+    const PhysicalRange& range = o.quantity == "a2a_share"                          ? ranges::step_share
+                                 : o.quantity == "step_s" || o.quantity == "a2a_s" ? ranges::duration
+                                                                                   : ranges::time_ratio;
+    require_in_range(o.value, range, path, 0, where + ".value");
     if (o.quantity == "a2a_share" && o.value >= 1)
       throw InputError(path, 0, where + ".value", "a share is a fraction of the step, below 1");
     m.steps.push_back(o);
@@ -146,7 +188,7 @@ void read_nccl_tests(const json& j, const json& results, const std::string& path
   m.sources[id].provenance = text(j, "provenance", path, "");
   if (m.sources[id].provenance.empty())
     throw InputError(path, 0, "provenance", "say where this table comes from (repository, file, commit)");
-  const int ranks = positive(field(j, "config", path, ""), "ranks", path, "config");
+  const int ranks = count(field(j, "config", path, ""), "ranks", path, "config", ranges::gpu_count);
   if (results.empty()) throw InputError(path, 0, "results", "an nccl-tests file needs at least one row");
   static const std::pair<const char*, CollectiveOp> ops[] = {{"alltoall", CollectiveOp::alltoall},
                                                              {"all_gather", CollectiveOp::allgather},
@@ -163,11 +205,11 @@ void read_nccl_tests(const json& j, const json& results, const std::string& path
     CommSample s;
     s.ranks = ranks;
     s.op = it->second;
-    s.size_bytes = number(r, "size_bytes", path, where);
-    s.time_s = number(r, "time_s", path, where);
+    s.size_bytes = number(r, "size_bytes", path, where, ranges::buffer_bytes);
+    s.time_s = number(r, "time_s", path, where, ranges::duration);
     s.source = id;
-    if (!(s.time_s > 0) || !(s.size_bytes > 0))
-      throw InputError(path, 0, where, "size and time must be positive");
+    check_rate(s.size_bytes, s.time_s, path, where);
+    check_bandwidths(r, path, where, {"algbw_GBps", "busbw_GBps"});
     m.comm.push_back(s);
   }
 }
@@ -192,18 +234,18 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
     const json& c = field(j, "config", path, "");
     LayerRun run;
     run.precision = text(c, "precision", path, "config");
-    run.heads = positive(c, "heads", path, "config");
-    run.kv_heads = positive(c, "kv_heads", path, "config");
-    run.head_dim = positive(c, "head_dim", path, "config");
-    run.hidden = positive(c, "hidden", path, "config");
-    run.seq = positive(c, "seq", path, "config");
-    run.batch = positive(c, "batch", path, "config");
-    run.ranks = positive(c, "ranks", path, "config");
+    run.heads = count(c, "heads", path, "config", ranges::attention_heads);
+    run.kv_heads = count(c, "kv_heads", path, "config", ranges::attention_heads);
+    run.head_dim = count(c, "head_dim", path, "config", ranges::head_dim);
+    run.hidden = count(c, "hidden", path, "config", ranges::hidden_size);
+    run.seq = count(c, "seq", path, "config", ranges::sequence_tokens);
+    run.batch = count(c, "batch", path, "config", ranges::micro_batch);
+    run.ranks = count(c, "ranks", path, "config", ranges::gpu_count);
     run.source = id;
     for (std::size_t i = 0; i < results.size(); ++i) {
       const std::string where = "results[" + std::to_string(i) + "]";
       LayerStrategyRun s{
-          text(results[i], "strategy", path, where), positive(results[i], "group_size", path, where), {}};
+          text(results[i], "strategy", path, where), count(results[i], "group_size", path, where, ranges::gpu_count), {}};
       if (run.ranks % s.group_size != 0 || run.heads % s.group_size != 0 || run.seq % s.group_size != 0)
         throw InputError(path, 0, where + ".group_size",
                          "must divide the ranks, the heads and the sequence length");
@@ -213,16 +255,20 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
       for (std::size_t k = 0; k < phases.size(); ++k) {
         const std::string pw = where + ".phases[" + std::to_string(k) + "]";
         LayerPhase ph{text(phases[k], "name", path, pw), number(phases[k], "median_s", path, pw),
-                      number(phases[k], "send_bytes", path, pw)};
+                      number(phases[k], "send_bytes", path, pw, ranges::send_bytes)};
         if (!(ph.median_s > 0)) throw InputError(path, 0, pw + ".median_s", "must be positive");
+        require_in_range(ph.median_s, ranges::duration, path, 0, pw + ".median_s");
         // Files written before the validator kept the spread have no min and max.
         ph.min_s = phases[k].contains("min_s") ? number(phases[k], "min_s", path, pw) : ph.median_s;
         ph.max_s = phases[k].contains("max_s") ? number(phases[k], "max_s", path, pw) : ph.median_s;
         if (!(ph.min_s > 0 && ph.min_s <= ph.median_s && ph.median_s <= ph.max_s))
           throw InputError(path, 0, pw, "needs 0 < min_s <= median_s <= max_s");
+        require_in_range(ph.min_s, ranges::duration, path, 0, pw + ".min_s");
+        require_in_range(ph.max_s, ranges::duration, path, 0, pw + ".max_s");
         if (phases[k].contains("isolated_median_s")) {
           ph.isolated_median_s = number(phases[k], "isolated_median_s", path, pw);
           if (!(ph.isolated_median_s > 0)) throw InputError(path, 0, pw + ".isolated_median_s", "must be positive");
+          require_in_range(ph.isolated_median_s, ranges::duration, path, 0, pw + ".isolated_median_s");
         }
         s.phases.push_back(ph);
       }
@@ -249,25 +295,27 @@ void read_one(const json& j, const std::string& path, const std::string& bytes, 
     const json& r = results[i];
     if (src.command == "comm") {
       CommSample s;
-      s.ranks = positive(field(j, "config", path, ""), "ranks", path, "config");
-      s.groups = positive(r, "groups", path, where);
+      s.ranks = count(field(j, "config", path, ""), "ranks", path, "config", ranges::gpu_count);
+      s.groups = count(r, "groups", path, where, ranges::gpu_count);
       if (s.ranks % s.groups != 0) throw InputError(path, 0, where + ".groups", "must divide config.ranks");
-      s.size_bytes = number(r, "size_bytes", path, where);
-      s.time_s = number(r, "median_s", path, where);
+      s.size_bytes = number(r, "size_bytes", path, where, ranges::buffer_bytes);
+      s.time_s = number(r, "median_s", path, where, ranges::duration);
       s.source = id;
-      if (s.time_s <= 0 || s.size_bytes <= 0)
-        throw InputError(path, 0, where, "size and time must be positive");
+      check_rate(s.size_bytes, s.time_s, path, where);
+      check_bandwidths(r, path, where, {"algbw_GBps", "busbw_GBps"});
       m.comm.push_back(s);
     } else if (src.command == "compute") {
-      ComputeSample s{text(r, "op", path, where), number(r, "flops", path, where),
+      ComputeSample s{text(r, "op", path, where), number(r, "flops", path, where, ranges::flops),
                       number(r, "median_s", path, where), id};
       // Files written before memory-bound operations were timed have no bytes.
-      if (r.contains("bytes")) s.bytes = number(r, "bytes", path, where);
+      if (r.contains("bytes")) s.bytes = number(r, "bytes", path, where, ranges::kernel_bytes);
+      check_bandwidths(r, path, where, {"gbps"});
       const bool memory_bound = s.op == "rotary" || s.op == "pack_qkv" || s.op == "unpack_qkv" || s.op == "unpack_o";
       if (s.time_s <= 0 || (memory_bound ? s.bytes <= 0 : s.flops <= 0))
         throw InputError(
             path, 0, where,
             memory_bound ? "bytes and time must be positive" : "flops and time must be positive");
+      require_in_range(s.time_s, ranges::duration, path, 0, where + ".median_s");
       m.compute.push_back(s);
     }
   }
