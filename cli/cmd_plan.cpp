@@ -29,7 +29,7 @@ struct PlanArgs {
   int gpus = 0;
   std::string memory_limit;
   std::string simulation_memory;
-  std::vector<std::string> strategies{"ulysses", "basp", "sp-dp", "ring", "usp"};
+  std::vector<std::string> strategies = strategy_names();
   std::string calibration;
   int top = 10;
   int threads = 0;
@@ -376,8 +376,10 @@ void add_plan_command(CLI::App& app, Chosen& chosen) {
                   "Host memory the simulations running at once may use, by estimate, e.g. 16GiB (default: 3/4 of "
                   "this machine's memory, or of its memory cgroup's limit when lower); a layout whose simulation "
                   "alone needs more is listed, not simulated");
-  sub->add_option("--strategy,-s", a->strategies, "Strategies to search: ulysses, basp, sp-dp, ring, usp")
-      ->delimiter(',')->check(CLI::IsMember({"ulysses", "basp", "sp-dp", "ring", "usp"}))->capture_default_str();
+  sub->add_option("--strategy,-s", a->strategies,
+                  "Strategies to search: ulysses, basp, sp-dp, ring, usp, dp (plain data parallelism: every layout "
+                  "without sequence parallelism, listed once)")
+      ->delimiter(',')->check(CLI::IsMember(strategy_names()))->capture_default_str();
   sub->add_option("--calibration", a->calibration,
                   "Calibration name or file (default: the topology's own; 'none': documented defaults)");
   sub->add_option("--top", a->top,

@@ -54,9 +54,11 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
       ->capture_default_str();
   app.add_option("--gpus", a.gpus, "GPUs of the job G = DP x N (0 = every GPU of the topology; grow with --nodes)")
       ->check(CLI::Range(0, 1 << 24))->capture_default_str();
-  app.add_option("--strategy,-s", a.strategies, "Strategies to compare: ulysses, basp, sp-dp, ring, usp")
+  app.add_option("--strategy,-s", a.strategies,
+                 "Strategies to compare: ulysses, basp, sp-dp, ring, usp, dp (plain data parallelism, N = 1; at "
+                 "N = 1 every strategy is dp)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"ulysses", "basp", "sp-dp", "ring", "usp"}))
+      ->check(CLI::IsMember(strategy_names()))
       ->capture_default_str();
   app.add_option("--placement", a.placement, "BASP groups: contiguous or strided ranks")
       ->check(CLI::IsMember({"contiguous", "strided"}))->capture_default_str();

@@ -17,6 +17,7 @@ std::string strategy_shape(const StrategyResult& r) {
   switch (r.strategy) {
     case Strategy::ring: std::snprintf(buf, sizeof buf, "ring %d", l.ring_size); break;
     case Strategy::usp: std::snprintf(buf, sizeof buf, "%d a2a x ring %d", l.a2a_size, l.ring_size); break;
+    case Strategy::dp: return "none";
     default:
       std::snprintf(buf, sizeof buf, "%dx%d a2a", l.sp / l.a2a_size, l.a2a_size);
   }
@@ -121,6 +122,10 @@ nlohmann::ordered_json config_json(const StepReport& r) {
                      {"accumulating_engine", r.baseline_accumulating_engine
                                                  ? engine_json(*r.baseline_accumulating_engine)
                                                  : nlohmann::ordered_json(nullptr)}};
+  if (!r.as_dp.empty()) {  // asked for, but plain data parallelism at N = 1: simulated once as dp
+    j["strategies_as_dp"] = nlohmann::json::array();
+    for (Strategy s : r.as_dp) j["strategies_as_dp"].push_back(std::string(to_string(s)));
+  }
   return j;
 }
 
@@ -206,10 +211,10 @@ std::string csv_row(const StepReport& rep, const StrategyResult& r) {
   return row;
 }
 
-void print_table(const StepReport& rep, bool links) {
-  std::fputs(("# basp simulate\n" + describe_config(rep)).c_str(), stdout);
-  std::printf("# a2a: time inside the strategy's exchange calls, waiting for peers included (ring: KV passing);\n"
-              "# exposed: not overlapped with compute. Per GPU, averaged over GPUs.\n#\n");
+namespace {
+
+// One row per strategy: the figures, its memory against the GPU's and its speedup.
+void print_result_rows(const StepReport& rep) {
   std::printf("%-8s %-16s %10s %10s %6s %10s %10s %10s %6s %10s %10s %19s %8s\n", "strategy", "exchange", "step",
               "tokens/s", "MFU", "compute", "a2a", "a2a exp.", "a2a %", "ZeRO comm", "ZeRO exp.", "memory/GPU",
               "speedup");
@@ -225,13 +230,10 @@ void print_table(const StepReport& rep, bool links) {
                 r.zero_comm_s * 1e3, r.zero_exposed_s * 1e3, memory,
                 r.speedup_vs_ulysses ? (fixed(*r.speedup_vs_ulysses, 2) + "x").c_str() : "-");
   }
-  if (rep.config.accumulation > 1) {
-    std::printf("#\n# %ld micro-steps per optimizer step (the last with the optimizer); tokens/s, MFU and speedup are "
-                "over the global batch:\n", rep.config.accumulation);
-    for (const StrategyResult& r : rep.results)
-      std::printf("#   %-8s %.2f ms per global batch (%.2f ms per micro-step that accumulates)\n",
-                  std::string(to_string(r.strategy)).c_str(), r.global_batch_s * 1e3, r.accumulation_step_s * 1e3);
-  }
+}
+
+void print_memory_breakdown(const StepReport& rep) {
+  const double hbm = lookup_gpu_kind(rep.gpu_kind)->hbm_bytes;
   std::printf("#\n# memory/GPU (GB): strategy: states + prefetch + activations + logits + buffers + runtime\n");
   for (const StrategyResult& r : rep.results) {
     const MemoryBreakdown& m = r.memory;
@@ -240,31 +242,39 @@ void print_table(const StepReport& rep, bool links) {
                 m.logits / 1e9, m.buffers / 1e9, m.runtime / 1e9, m.total() / 1e9, hbm / 1e9,
                 r.fits ? "" : "  -- does not fit: try --checkpointing, a larger --sp or --zero 3");
   }
-  if (links)
-    for (const StrategyResult& r : rep.results) {
-      std::printf("#\n# busiest links, %s (utilization = bytes / (capacity x step time)):\n",
-                  std::string(to_string(r.strategy)).c_str());
-      std::printf("#   %-44s %-7s %12s %12s %6s\n", "link", "class", "capacity", "bytes", "util");
-      for (const LinkUse& u : r.busiest_links)
-        std::printf("#   %-44s %-7s %12s %12s %5.1f%%%s\n", u.name.c_str(), std::string(to_string(u.cls)).c_str(),
-                    format_bandwidth(u.capacity_Bps).c_str(), format_bytes(u.bytes).c_str(), u.utilization * 100,
-                    u.links > 1 ? ("  (one of " + std::to_string(u.links) + " links alike)").c_str() : "");
-    }
-  const Stragglers& s = rep.config.stragglers;
-  if (s.any()) {
-    std::printf("#\n# stragglers (seed %llu): compute jitter %g", (unsigned long long)s.seed, s.compute_jitter);
-    if (!rep.slow_gpus.empty())
-      std::printf("; %zu GPU%s %gx slower (first: rank %d)", rep.slow_gpus.size(), rep.slow_gpus.size() == 1 ? "" : "s",
-                  s.slow_gpu_factor, rep.slow_gpus.front());
-    if (!rep.slow_links.empty())
-      std::printf("; %zu link%s at 1/%g (first: %s)", rep.slow_links.size(), rep.slow_links.size() == 1 ? "" : "s",
-                  s.slow_link_factor, rep.slow_links.front().c_str());
-    std::printf("\n# a2a wait: of a2a, time a GPU waits for its group's last member to enter a call (per GPU, "
-                "averaged):\n");
-    for (const StrategyResult& r : rep.results)
-      std::printf("#   %-8s %.2f ms of %.2f ms (group of %d)\n", std::string(to_string(r.strategy)).c_str(),
-                  r.a2a_wait_s * 1e3, r.a2a_s * 1e3, r.layout.a2a_size);
+}
+
+void print_busiest_links(const StepReport& rep) {
+  for (const StrategyResult& r : rep.results) {
+    std::printf("#\n# busiest links, %s (utilization = bytes / (capacity x step time)):\n",
+                std::string(to_string(r.strategy)).c_str());
+    std::printf("#   %-44s %-7s %12s %12s %6s\n", "link", "class", "capacity", "bytes", "util");
+    for (const LinkUse& u : r.busiest_links)
+      std::printf("#   %-44s %-7s %12s %12s %5.1f%%%s\n", u.name.c_str(), std::string(to_string(u.cls)).c_str(),
+                  format_bandwidth(u.capacity_Bps).c_str(), format_bytes(u.bytes).c_str(), u.utilization * 100,
+                  u.links > 1 ? ("  (one of " + std::to_string(u.links) + " links alike)").c_str() : "");
   }
+}
+
+// Who was slowed, and how long each strategy's exchanges waited for their groups' last member.
+void print_stragglers(const StepReport& rep) {
+  const Stragglers& s = rep.config.stragglers;
+  std::printf("#\n# stragglers (seed %llu): compute jitter %g", (unsigned long long)s.seed, s.compute_jitter);
+  if (!rep.slow_gpus.empty())
+    std::printf("; %zu GPU%s %gx slower (first: rank %d)", rep.slow_gpus.size(), rep.slow_gpus.size() == 1 ? "" : "s",
+                s.slow_gpu_factor, rep.slow_gpus.front());
+  if (!rep.slow_links.empty())
+    std::printf("; %zu link%s at 1/%g (first: %s)", rep.slow_links.size(), rep.slow_links.size() == 1 ? "" : "s",
+                s.slow_link_factor, rep.slow_links.front().c_str());
+  std::printf("\n# a2a wait: of a2a, time a GPU waits for its group's last member to enter a call (per GPU, "
+              "averaged):\n");
+  for (const StrategyResult& r : rep.results)
+    std::printf("#   %-8s %.2f ms of %.2f ms (group of %d)\n", std::string(to_string(r.strategy)).c_str(),
+                r.a2a_wait_s * 1e3, r.a2a_s * 1e3, r.layout.a2a_size);
+}
+
+// What was simulated and how: windows of layers, each graph's engine, and the host time.
+void print_simulation_notes(const StepReport& rep) {
   for (const StrategyResult& r : rep.results)
     if (r.layers_simulated < rep.model.layers)
       std::printf("# %s: %d of %d layers simulated (graph size); the other layers repeat the middle one's times "
@@ -293,6 +303,32 @@ void print_table(const StepReport& rep, bool links) {
     std::printf(")");
   }
   std::printf("\n");
+}
+
+}  // namespace
+
+void print_table(const StepReport& rep, bool links) {
+  std::fputs(("# basp simulate\n" + describe_config(rep)).c_str(), stdout);
+  std::printf("# a2a: time inside the strategy's exchange calls, waiting for peers included (ring: KV passing);\n"
+              "# exposed: not overlapped with compute. Per GPU, averaged over GPUs.\n#\n");
+  print_result_rows(rep);
+  if (!rep.as_dp.empty()) {
+    std::string names;
+    for (Strategy s : rep.as_dp) names += (names.empty() ? "" : ", ") + std::string(to_string(s));
+    std::printf("#\n# N = 1: %s keep%s every sequence whole on one rank: plain data parallelism, simulated once "
+                "as dp\n", names.c_str(), rep.as_dp.size() == 1 ? "s" : "");
+  }
+  if (rep.config.accumulation > 1) {
+    std::printf("#\n# %ld micro-steps per optimizer step (the last with the optimizer); tokens/s, MFU and speedup are "
+                "over the global batch:\n", rep.config.accumulation);
+    for (const StrategyResult& r : rep.results)
+      std::printf("#   %-8s %.2f ms per global batch (%.2f ms per micro-step that accumulates)\n",
+                  std::string(to_string(r.strategy)).c_str(), r.global_batch_s * 1e3, r.accumulation_step_s * 1e3);
+  }
+  print_memory_breakdown(rep);
+  if (links) print_busiest_links(rep);
+  if (rep.config.stragglers.any()) print_stragglers(rep);
+  print_simulation_notes(rep);
 }
 
 }  // namespace basp::cli

@@ -84,8 +84,57 @@ TEST_CASE("plan: every candidate is a valid layout that reaches the global batch
     CHECK(16 % c.config.zero_group == 0);
   }
   // SP×DP is Ulysses of its degree: every one of its layouts was listed under Ulysses first.
-  CHECK(strategies == std::set<Strategy>{Strategy::ulysses, Strategy::basp, Strategy::ring, Strategy::usp});
+  CHECK(strategies ==
+        std::set<Strategy>{Strategy::ulysses, Strategy::basp, Strategy::ring, Strategy::usp, Strategy::dp});
   CHECK(pruned.at("same layout as one listed before") > 0);
+}
+
+// System: 16 H100s, Llama-3.2-1B, 16K tokens, 32 sequences per step, all strategies. Expectations:
+// the layouts without sequence parallelism (N = 1 under every strategy, BASP's groups of one rank)
+// are listed once, as dp, and under no other strategy; dp is exactly a ring of one rank (neither
+// makes an exchange call), and faster than Ulysses of one rank, which pays its 1-rank all-to-alls;
+// the search's best per strategy is the best of every fitting layout simulated one by one.
+TEST_CASE("plan: a layout without sequence parallelism is one layout, dp") {
+  PlanQuestion q = small_question();
+  q.job.seq = 16384;
+  const StepSetup setup = prepare_step(q.job);
+  std::map<std::string, int> pruned;
+  int dp = 0;
+  for (const PlanCandidate& c : enumerate_plans(q, setup, 16, setup.gpu->hbm_bytes, pruned)) {
+    if (c.strategy == Strategy::dp) {
+      ++dp;
+      CHECK(c.config.sp == 1);
+      continue;
+    }
+    CHECK(c.config.sp > 1);
+    if (c.strategy == Strategy::basp) CHECK(c.config.sp > c.config.batch);
+  }
+  CHECK(dp > 0);
+  CHECK(pruned.at("no sequence parallelism (plain data parallelism: listed once, as dp)") > 0);
+  RunCache cache;
+  StepConfig one = q.job;
+  one.gpus = 16;
+  one.sp = 1;
+  one.batch = 2;
+  const StrategyResult plain = simulate_strategy(setup, one, Strategy::dp, cache);
+  const StrategyResult ulysses = simulate_strategy(setup, one, Strategy::ulysses, cache);
+  CHECK(plain.global_batch_s == simulate_strategy(setup, one, Strategy::ring, cache).global_batch_s);
+  CHECK(plain.a2a_s == 0);
+  CHECK(ulysses.a2a_s > 0);
+  CHECK(plain.global_batch_s < ulysses.global_batch_s);
+  q.exhaustive = true;
+  const PlanReport all = plan(q);
+  q.exhaustive = false;
+  const PlanReport found = plan(q);
+  CHECK(found.plans.size() < all.plans.size());
+  for (Strategy s : q.strategies) {
+    REQUIRE((best_of(all, s) == nullptr) == (best_of(found, s) == nullptr));
+    if (!best_of(all, s)) continue;
+    CHECK(shape(best_of(all, s)->candidate) == shape(best_of(found, s)->candidate));
+    CHECK(best_of(all, s)->global_batch_s == best_of(found, s)->global_batch_s);
+  }
+  REQUIRE(best_of(found, Strategy::dp));
+  CHECK(shape(found.plans.front().candidate) == shape(all.plans.front().candidate));
 }
 
 // System: layouts the planner calls the same. Expectations: they simulate to the same step.
@@ -239,13 +288,16 @@ TEST_CASE("plan: limiting the Pareto front to 1.02x the best keeps the best, the
   check_same_search(plan(q), limited);
 }
 
-// System: the small question searched exhaustively, and pruned with `ranked` (--top) 1 and 16,
-// with the Pareto front limited to 1.02x the best (the rule that leaves out most). Expectations: with
-// 16, the first 16 plans are the exhaustive search's first 16, layouts and figures equal to the
-// bit, though fewer layouts are simulated than exhaustively; with 1 the search leaves out more and
-// its first 16 differ (the rule is what keeps them); one thread gives the same.
+// System: the small question over the five sequence-parallel strategies, searched exhaustively,
+// and pruned with `ranked` (--top) 1 and 16, with the Pareto front limited to 1.02x the best (the
+// rule that leaves out most). Expectations: with 16, the first 16 plans are the exhaustive
+// search's first 16, layouts and figures equal to the bit, though fewer layouts are simulated than
+// exhaustively; with 1 the search leaves out more and its first 16 differ (the rule is what keeps
+// them); one thread gives the same. (With dp as well, settling dp's own best and the front
+// simulates as many layouts with --top 1 as with 16 on this question, though not the same ones.)
 TEST_CASE("plan: --top K ranks exactly the K fastest layouts") {
   PlanQuestion q = small_question();
+  q.strategies = {Strategy::ulysses, Strategy::basp, Strategy::sp_dp, Strategy::ring, Strategy::usp};
   q.exhaustive = true;
   const PlanReport all = plan(q);
   q.exhaustive = false;
@@ -489,6 +541,11 @@ TEST_CASE("plan: an impossible global batch, nothing that fits, bad flags: exit 
   const Run batch = basp_cli(job + "--seq 1000 --global-batch 1 --strategy ulysses");
   CHECK(batch.code == 2);
   CHECK_THAT(batch.out, Catch::Contains("--global-batch") && Catch::Contains("1 sequences per optimizer step"));
+  // On 2 GPUs a sequence of 1001 tokens cannot be split in two: only whole sequences per GPU remain.
+  const Run only_dp = basp_cli(job + "--gpus 2 --seq 1001 --global-batch 2 --strategy ulysses");
+  CHECK(only_dp.code == 2);
+  CHECK_THAT(only_dp.out, Catch::Contains("--strategy") && Catch::Contains("--strategy dp lists"));
+  CHECK(basp_cli(job + "--gpus 2 --seq 1001 --global-batch 2 --strategy ulysses,dp").code == 0);
   const Run memory = basp_cli(job + "--seq 8K --global-batch 32 --memory-limit 1GiB");
   CHECK(memory.code == 2);
   CHECK_THAT(memory.out, Catch::Contains("--memory-limit") && Catch::Contains("fits in 1 GiB"));

@@ -59,6 +59,39 @@ TEST_CASE("simulate: --json holds config and one result per strategy with the do
   CHECK(j["results"][0]["speedup_vs_ulysses"] == 1.0);
 }
 
+// System: the paper cluster at N = 1 (every GPU its own sequences). Expectations: the strategies
+// asked for are one row, dp, which makes no exchange call and equals a ring of one rank exactly;
+// the report says which strategies it stands for and gives no speedup (no Ulysses to compare);
+// --strategy dp alone takes N = 1, and with --sp 8 it is refused naming --sp.
+TEST_CASE("simulate: at N = 1 the strategies asked for are one layout, dp") {
+  const Run r = basp_cli("simulate --sp 1 --json --checkpointing", false);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("config").at("strategies") == nlohmann::json::array({"dp"}));
+  CHECK(j.at("config").at("strategies_as_dp") == nlohmann::json::array({"ulysses", "basp"}));
+  CHECK(j.at("config").at("baseline").is_null());
+  REQUIRE(j.at("results").size() == 1);
+  const auto& dp = j.at("results")[0];
+  CHECK(dp.at("strategy") == "dp");
+  CHECK(dp.at("a2a_s") == 0.0);
+  CHECK(dp.at("speedup_vs_ulysses").is_null());
+  const Run ring = basp_cli("simulate --sp 1 --json --checkpointing --strategy ring", false);
+  REQUIRE(ring.code == 0);
+  const auto ring_json = nlohmann::json::parse(ring.out);
+  const auto& as_ring = ring_json.at("results")[0];
+  CHECK(as_ring.at("strategy") == "dp");
+  CHECK(as_ring.at("step_s") == dp.at("step_s"));
+  const Run table = basp_cli("simulate --sp 1 --checkpointing", false);
+  CHECK_THAT(table.out, Catch::Contains("N = 1: ulysses, basp keep every sequence whole on one rank"));
+  const Run alone = basp_cli("simulate --strategy dp --json --checkpointing", false);
+  REQUIRE(alone.code == 0);
+  CHECK(nlohmann::json::parse(alone.out).at("config").at("sp") == 1);
+  CHECK(nlohmann::json::parse(alone.out).at("results")[0].at("step_s") == dp.at("step_s"));
+  const Run refused = basp_cli("simulate --strategy dp --sp 8");
+  CHECK(refused.code == 2);
+  CHECK_THAT(refused.out, Catch::Contains("--sp") && Catch::Contains("dp keeps every sequence whole on one rank"));
+}
+
 TEST_CASE("simulate: the same input gives the same output") {
   auto without_wall = [](std::string s) {
     nlohmann::json j = nlohmann::json::parse(s);

@@ -39,6 +39,11 @@ std::vector<PlanCandidate> candidates_or_refusal(const PlanQuestion& q, PlanRepo
                      "none of the " + std::to_string(memory) + " layouts that reach the global batch fits in " +
                          format_bytes(r.memory_limit_bytes) + " per GPU (more GPUs, a shorter sequence or checkpointing "
                          "may help)");
+  if (pruned.count(without_sequence_parallelism))
+    throw InputError("", 0, "--strategy",
+                     "the only layouts that reach " + std::to_string(q.global_batch) +
+                         " sequences per optimizer step keep every sequence whole on one GPU: plain data "
+                         "parallelism, which --strategy dp lists");
   throw InputError("", 0, "--global-batch",
                    "no layout of the strategies asked for reaches " + std::to_string(q.global_batch) +
                        " sequences per optimizer step on " + std::to_string(r.gpus) +

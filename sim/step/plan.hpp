@@ -27,8 +27,7 @@ struct PlanProgress {
 struct PlanQuestion {
   StepConfig job;          // topology, overrides, model, seq, gpus (0: all), calibration, engine
   long global_batch = 0;   // sequences per optimizer step
-  std::vector<Strategy> strategies{Strategy::ulysses, Strategy::basp, Strategy::sp_dp, Strategy::ring,
-                                   Strategy::usp};
+  std::vector<Strategy> strategies{all_strategies.begin(), all_strategies.end()};
   double memory_limit_bytes = 0;  // per GPU; 0: the GPU's HBM (the memory model counts the runtime reserve)
   int threads = 0;                // 0: every core
   // Host memory the simulations running at once may hold, by their estimates (0: 3/4 of this
@@ -87,6 +86,10 @@ struct PlanReport {
 // The layouts to simulate, in a fixed order; what is left out is counted in `pruned` by reason.
 std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetup& setup, int gpus,
                                            double memory_limit_bytes, std::map<std::string, int>& pruned);
+// The reason enumerate_plans counts layouts that keep every sequence on one rank under (N = 1, or
+// BASP's groups of one rank): plain data parallelism, which the dp strategy lists once.
+inline const std::string without_sequence_parallelism =
+    "no sequence parallelism (plain data parallelism: listed once, as dp)";
 // Two layouts with equal keys build the same step graph (e.g. SP×DP and Ulysses of the same
 // degree, BASP with one group and Ulysses): only the first is simulated.
 std::string layout_key(const Layout& layout, const StepConfig& config);

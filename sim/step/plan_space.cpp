@@ -57,6 +57,13 @@ std::string layout_key(const std::string& shape_key, const StepConfig& c) {
 // Micro-batches beyond what `basp simulate --batch` accepts are not proposed.
 constexpr long max_batch = 1L << 20;
 
+// Whether a shape keeps each sequence on several ranks: not at N = 1, nor with BASP's groups of
+// one rank (K = 1), whose calls only copy locally. Such shapes are all plain data parallelism,
+// which the dp strategy lists once.
+bool sequence_parallel_shape(Strategy s, const StepConfig& c) {
+  return sequence_parallel(s, c.sp) && !(s == Strategy::basp && c.sp == c.batch);
+}
+
 // The configs of one strategy before the job-wide choices (ZeRO, checkpointing).
 std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int gpus) {
   std::vector<StepConfig> out;
@@ -64,6 +71,7 @@ std::vector<StepConfig> strategy_shapes(const PlanQuestion& q, Strategy s, int g
   c.gpus = gpus;
   c.strategies = {s};
   for (long n : divisors(gpus)) {
+    if (s == Strategy::dp && n > 1) break;  // dp is N = 1 only
     const long dp = gpus / n;
     c.sp = static_cast<int>(n);
     if (s == Strategy::sp_dp) {
@@ -169,6 +177,10 @@ std::vector<PlanCandidate> enumerate_plans(const PlanQuestion& q, const StepSetu
       for (int stage = 1; stage <= 3; ++stage)
         for (auto it = shard_groups.rbegin(); it != shard_groups.rend(); ++it)
           if (*it >= 1 && gpus % *it == 0) zeros.push_back({stage, *it});
+      if (s != Strategy::dp && !sequence_parallel_shape(s, c)) {
+        pruned[without_sequence_parallelism] += 2 * int(zeros.size());
+        continue;
+      }
       // The layout depends on the shape alone (not on ZeRO or checkpointing): made and keyed once.
       Layout layout;
       try {

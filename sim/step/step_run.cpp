@@ -20,6 +20,9 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   StepReport& rep = setup.report;
   StepConfig& c = rep.config;
   resolve_job(c, rep);
+  for (Strategy s : in.strategies)
+    if (s != Strategy::dp && !sequence_parallel(s, c.sp) && std::find(rep.as_dp.begin(), rep.as_dp.end(), s) == rep.as_dp.end())
+      rep.as_dp.push_back(s);
   const ZeroPlan zero = zero_plan(c);
   const CostModel cost{rep.model, *setup.gpu, rep.calibration.compute};
   RunCache cache;
@@ -40,8 +43,9 @@ StepReport simulate_under(const StepConfig& in, const Calibration* given, const 
   std::optional<TraceWriter> trace;
   if (options.trace) trace.emplace(*options.trace);
   std::optional<double> ulysses_step;
-  // The Ulysses baseline, when the job does not list Ulysses and Ulysses is possible for it at all.
-  bool baseline = std::find(c.strategies.begin(), c.strategies.end(), Strategy::ulysses) == c.strategies.end();
+  // The Ulysses baseline, when the job does not list Ulysses and Ulysses is possible for it at all
+  // (with sequence parallelism: at N = 1 there is none to compare).
+  bool baseline = c.sp > 1 && std::find(c.strategies.begin(), c.strategies.end(), Strategy::ulysses) == c.strategies.end();
   if (baseline) try {
       make_layout(c, rep.model, Strategy::ulysses, c.gpus, rep.cluster->sample().gpus_per_node);
     } catch (const InputError&) {

@@ -78,6 +78,9 @@ struct StepReport {
   ModelSpec model;
   std::string gpu_kind;
   std::vector<StrategyResult> results;
+  // Strategies asked for that lay out plain data parallelism at the job's N = 1 (every sequence
+  // whole on one rank): config.strategies has them once, as dp.
+  std::vector<Strategy> as_dp;
   // The Ulysses run made only for the speedup column (Ulysses not among config.strategies, and
   // possible for the job): its engine (and, in its turn, its accumulating graph's). None when
   // there was no such run.

@@ -5,6 +5,7 @@
 #include "input_error.hpp"
 #include "topology_file.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <tuple>
@@ -50,7 +51,12 @@ void resolve_job(StepConfig& c, int available, const std::string& topology) {
   if (c.gpus < 1 || c.gpus > available)
     throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + topology + " has " +
                                           std::to_string(available) + " (use --nodes to grow a template topology)");
-  if (c.sp == 0) c.sp = c.gpus;
+  if (c.sp == 0) {  // every GPU, or dp's only degree when dp is all that is asked for
+    const bool dp_only = !c.strategies.empty() && std::all_of(c.strategies.begin(), c.strategies.end(),
+                                                              [](Strategy s) { return s == Strategy::dp; });
+    c.sp = dp_only ? 1 : c.gpus;
+  }
+  c.strategies = strategies_at(c.strategies, c.sp);  // at N = 1 every strategy is dp
   if (c.seq < 1) throw InputError("", 0, "--seq", "must be at least 1 token");
   if (c.zero < 0 || c.zero > 3) throw InputError("", 0, "--zero", "ZeRO stages are 0, 1, 2 and 3");
   if (c.zero_group == 0) c.zero_group = c.gpus;

@@ -1,5 +1,5 @@
-// Layouts of Ulysses, BASP, SP×DP, ring attention and USP, with the rules each imposes on heads,
-// sequence length and group sizes (docs/design.md, "Exchange volumes").
+// Layouts of Ulysses, BASP, SP×DP, ring attention, USP and plain data parallelism, with the rules
+// each imposes on heads, sequence length and group sizes (docs/design.md, "Exchange volumes").
 #include "strategy.hpp"
 
 #include "input_error.hpp"
@@ -68,14 +68,32 @@ std::string_view to_string(Strategy s) {
     case Strategy::sp_dp: return "sp-dp";
     case Strategy::ring: return "ring";
     case Strategy::usp: return "usp";
+    case Strategy::dp: return "dp";
   }
   return "?";
 }
 
 std::optional<Strategy> parse_strategy(std::string_view name) {
-  for (Strategy s : {Strategy::ulysses, Strategy::basp, Strategy::sp_dp, Strategy::ring, Strategy::usp})
+  for (Strategy s : all_strategies)
     if (to_string(s) == name) return s;
   return std::nullopt;
+}
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> names;
+  for (Strategy s : all_strategies) names.emplace_back(to_string(s));
+  return names;
+}
+
+bool sequence_parallel(Strategy s, int sp) { return s != Strategy::dp && sp > 1; }
+
+std::vector<Strategy> strategies_at(const std::vector<Strategy>& asked, int sp) {
+  std::vector<Strategy> out;
+  for (Strategy s : asked) {
+    const Strategy run = sequence_parallel(s, sp) ? s : Strategy::dp;
+    if (std::find(out.begin(), out.end(), run) == out.end()) out.push_back(run);
+  }
+  return out;
 }
 
 Layout make_layout(const StepConfig& c, const ModelSpec& m, Strategy strategy, int ranks, int gpus_per_node) {
@@ -138,6 +156,17 @@ Layout make_layout(const StepConfig& c, const ModelSpec& m, Strategy strategy, i
       l.attention_blocks = b;
       l.block_queries = l.block_keys = s / n;
       l.ring_kv_bytes = element_bytes * b * (s / n) * 2.0 * m.kv_width();
+      break;
+    }
+    case Strategy::dp: {
+      if (n != 1)
+        bad("--sp", "dp keeps every sequence whole on one rank (N = 1); give --sp 1 or leave --sp out, or compare "
+                    "it with the sequence-parallel strategies in a run of its own");
+      l.tokens_per_rank = b * s;
+      l.sequences = double(b) * dp;
+      l.attention_heads = m.heads;
+      l.attention_blocks = b;
+      l.block_queries = l.block_keys = s;
       break;
     }
     case Strategy::usp: {

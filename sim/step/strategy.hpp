@@ -4,15 +4,28 @@
 
 #include "model.hpp"
 
+#include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace basp {
 
-enum class Strategy { ulysses, basp, sp_dp, ring, usp };
+// dp: plain data parallelism, every sequence whole on one rank (no sequence parallelism, N = 1).
+enum class Strategy { ulysses, basp, sp_dp, ring, usp, dp };
 std::string_view to_string(Strategy s);
-std::optional<Strategy> parse_strategy(std::string_view name);  // "ulysses", "basp", "sp-dp", "ring", "usp"
+std::optional<Strategy> parse_strategy(std::string_view name);  // "ulysses", "basp", "sp-dp", "ring", "usp", "dp"
+inline constexpr std::array<Strategy, 6> all_strategies{Strategy::ulysses, Strategy::basp, Strategy::sp_dp,
+                                                        Strategy::ring,    Strategy::usp,  Strategy::dp};
+std::vector<std::string> strategy_names();  // of all_strategies, in order: what --strategy accepts
+
+// Whether a strategy at SP degree N keeps each sequence on several ranks. At N = 1 none does: they
+// all lay out plain data parallelism, simulated once, as dp.
+bool sequence_parallel(Strategy s, int sp);
+// The strategies to simulate at SP degree N: those asked for, each that is not sequence parallel
+// there replaced by dp, listed once, in order.
+std::vector<Strategy> strategies_at(const std::vector<Strategy>& asked, int sp);
 
 struct StepConfig;
 
