@@ -1,6 +1,7 @@
 // `basp plan`: the best sequence-parallel layout for a job (cluster, model, sequence length,
 // global batch), searched over every layout the strategies allow; each plan says how to reproduce it.
 #include "commands.hpp"
+#include "input_ranges.hpp"
 #include "input_error.hpp"
 #include "options.hpp"
 #include "plan.hpp"
@@ -368,7 +369,7 @@ void add_plan_command(CLI::App& app, Chosen& chosen) {
   sub->add_option("--global-batch", a->global_batch, "Sequences per optimizer step")
       ->required()->check(CLI::Range(1L, 1L << 40));
   sub->add_option("--gpus", a->gpus, "GPUs of the job (0 = every GPU of the topology)")
-      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+      ->check(CLI::Range(0, static_cast<int>(ranges::gpu_count.max)))->capture_default_str();
   sub->add_option("--memory-limit", a->memory_limit,
                   "Memory per GPU a plan may use, e.g. 72GiB (default: the GPU's HBM; the memory model "
                   "counts the runtime's reserve)");

@@ -1,6 +1,7 @@
 // `basp simulate`: the main job. Predicts a training step per strategy on one cluster and prints
 // where the time goes; with no arguments, the paper's setting (docs/design.md, "Published results").
 #include "commands.hpp"
+#include "input_ranges.hpp"
 #include "input_error.hpp"
 #include "simulate_options.hpp"
 #include "step_report.hpp"
@@ -162,7 +163,7 @@ void add_simulate_command(CLI::App& app, Chosen& chosen) {
                 "Also simulate over the calibration's parameter ranges (fit ±2σ, or documented ranges) and report "
                 "each figure as low / expected / high");
   sub->add_option("--trace-ranks", cmd->trace_ranks, "GPUs the trace shows (the first ones; 0 = all)")
-      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+      ->check(CLI::Range(0, static_cast<int>(ranges::gpu_count.max)))->capture_default_str();
   sub->callback([cmd, &chosen] {
     chosen.check = [cmd] {
       to_step_config(cmd->args);

@@ -4,6 +4,7 @@
 
 #include "engine_sizing.hpp"
 #include "input_error.hpp"
+#include "input_ranges.hpp"
 #include "units.hpp"
 
 #include <cmath>
@@ -49,11 +50,12 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
   app.add_option("--model,-m", a.model, "Shipped model name (models/NAME.yaml) or a YAML file")->capture_default_str();
   app.add_option("--seq", a.seq, "Tokens per sequence (16384, 16K, 128K)")->capture_default_str();
   app.add_option("--batch", a.batch, "Micro-batch: sequences per SP group (BASP's B)")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--sp", a.sp, "SP group size N (0 = every GPU of the job)")->check(CLI::Range(0, 1 << 24))
+      ->check(within(ranges::micro_batch))->capture_default_str();
+  app.add_option("--sp", a.sp, "SP group size N (0 = every GPU of the job)")
+      ->check(CLI::Range(0, static_cast<int>(ranges::gpu_count.max)))  // 0 here and below: the default
       ->capture_default_str();
   app.add_option("--gpus", a.gpus, "GPUs of the job G = DP x N (0 = every GPU of the topology; grow with --nodes)")
-      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+      ->check(CLI::Range(0, static_cast<int>(ranges::gpu_count.max)))->capture_default_str();
   app.add_option("--strategy,-s", a.strategies,
                  "Strategies to compare: ulysses, basp, sp-dp, ring, usp, dp (plain data parallelism, N = 1; at "
                  "N = 1 every strategy is dp)")
@@ -65,15 +67,15 @@ void add_simulate_options(CLI::App& app, SimulateArgs& a) {
   app.add_option("--zero", a.zero, "ZeRO stage 0-3")->check(CLI::Range(0, 3))->capture_default_str();
   app.add_option("--zero-group", a.zero_group,
                  "Shard within groups of M ranks, replicate and all-reduce across them (hpZ/HSDP; 0 = all ranks)")
-      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+      ->check(CLI::Range(0, static_cast<int>(ranges::gpu_count.max)))->capture_default_str();
   a.zero_options.add_to(app, "");
   app.add_flag("--checkpointing", a.checkpointing, "Full activation checkpointing (recomputes each layer's forward)");
   app.add_option("--calibration", a.calibration,
                  "Calibration name or file (default: the topology's own; 'none': documented defaults)");
   app.add_option("--replica-batch", a.replica_batch, "sp-dp: sequences per replica (B = the paper's foil)")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+      ->check(within(ranges::micro_batch))->capture_default_str();
   app.add_option("--ulysses-degree", a.ulysses_degree, "usp: Ulysses degree U, rings of N/U (0 = GPUs per node)")
-      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
+      ->check(CLI::Range(0, static_cast<int>(ranges::gpu_count.max)))->capture_default_str();
   app.add_option("--accumulation", a.accumulation,
                  "Micro-steps per optimizer step (gradient accumulation): all but the last end once gradients are "
                  "reduced (ZeRO-2/3) or backward ends (ZeRO-0/1 reduce at the boundary only); throughput, MFU and "
@@ -140,9 +142,7 @@ std::vector<Strategy> parse_strategies(const std::vector<std::string>& names) {
 
 double memory_budget_bytes(const SimulateArgs& a) {
   if (a.sim_memory.empty()) return host_memory_budget_bytes();
-  const double bytes = parse_flag_quantity("--sim-memory", a.sim_memory, Quantity::bytes);
-  if (!(bytes > 0)) throw InputError("", 0, "--sim-memory", "must be more than 0 bytes");
-  return bytes;
+  return parse_flag_quantity("--sim-memory", a.sim_memory, ranges::host_memory);
 }
 
 StepConfig to_step_config(const SimulateArgs& a) {

@@ -387,6 +387,16 @@ TEST_CASE("input ranges: plan's --memory-limit and --sim-memory are a GPU's and 
   CHECK_THAT(budget.out, Catch::Contains("no layout can be simulated") && !Catch::Contains("out of range"));
 }
 
+TEST_CASE("input ranges: simulate's --sim-memory is a host's memory, its micro-batches and GPU counts") {
+  for (const char* budget : {"1e30", "2PiB", "0", "1e-320", "inf"})
+    refused("simulate --sim-memory " + std::string(budget), "field '--sim-memory'", "at most 1 PiB");
+  accepted("simulate --sim-memory 1024TiB");
+  for (const char* batch : {"0", "2000000", "1e30", "nan"}) refused("simulate --batch " + std::string(batch), "--batch");
+  refused("simulate --replica-batch 0 --strategy sp-dp", "--replica-batch");
+  refused("simulate --gpus 99999999", "--gpus");
+  accepted("simulate --sp 0 --gpus 0");  // 0: the defaults
+}
+
 TEST_CASE("input ranges: collective's --groups, sizes and factor") {
   const std::string base = "collective --topology paper-a100-2x4 ";
   for (const char* g : {"inf", "nan", "1e308", "0", "-1", "1.5", "99999999999"}) {
