@@ -174,8 +174,19 @@ TEST_CASE("simulate: a scenario over the host memory budget is refused with its 
   CHECK(lines_of(r.out).size() == 1);
   CHECK_THAT(r.out, Catch::Contains("field '--sim-memory'") && Catch::Contains("the full engine (all 16384 ranks)") &&
                         Catch::Contains("e+07 flows") && Catch::Contains("GiB of host memory, more than the 4 GiB") &&
-                        Catch::Contains("raise --sim-memory"));
+                        Catch::Contains("raise --sim-memory") && Catch::Contains("--engine auto (alike ranks"));
   CHECK(wall < 10.0);
+  // Only what would help is offered: where auto already ran the full engine (jitter makes the
+  // ranks differ), the message says why classes do not apply instead of offering --engine auto.
+  const Run jitter = basp_cli(
+      "simulate --topology dgx-h100 --nodes 2048 --compute-jitter 0.05 --model llama-3.1-8b --seq 32K --sp 32 "
+      "--batch 4 --sim-memory 4GiB");
+  INFO(jitter.out);
+  CHECK(jitter.code == 2);
+  CHECK(lines_of(jitter.out).size() == 1);
+  CHECK_THAT(jitter.out, Catch::Contains("the class engine does not apply (stragglers or jitter") &&
+                             Catch::Contains("fewer --nodes") &&
+                             Catch::Contains("raise --sim-memory") && !Catch::Contains("--engine auto"));
   // The same job on the class engine fits: it runs.
   const Run folded = basp_cli(
       "simulate --topology dgx-h100 --nodes 2048 --model llama-3.1-8b --seq 32K --sp 32 --batch 4 --sim-memory 4GiB");

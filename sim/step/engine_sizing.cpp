@@ -62,6 +62,30 @@ Engine sized_engine(const JobRun& run, const StrategyGraph& g, int layers) {
   return engine;
 }
 
+namespace {
+
+// What would bring a refused run under the budget, offering only what applies to it: classes where
+// the full engine ran by request (where auto found none, the reason why instead), a smaller layer
+// window where more than the smallest (5) is built.
+std::string memory_advice(const JobRun& run, const StrategyGraph& g) {
+  const RankFold& fold = g.net.choice.fold;
+  std::string advice = "use fewer --nodes or --gpus";
+  if (!fold.folded()) {
+    if (run.speed)
+      advice = "the class engine does not apply (stragglers or jitter make the ranks differ); " + advice;
+    else if (run.config.engine == EngineMode::full)
+      advice += ", --engine auto (alike ranks fold into symmetry classes where the cluster and traffic repeat)";
+    else
+      advice = "the class engine does not apply (" + g.net.choice.use.why + "); " + advice;
+  }
+  const int layers = layers_to_simulate(run, g.layout, fold);
+  if (layers > 5)
+    advice += ", a smaller --layers-simulated (now " + std::to_string(layers) + ", at least 5)";
+  return advice + ", or raise --sim-memory";
+}
+
+}  // namespace
+
 void check_host_memory(const JobRun& run, Strategy strategy, double budget_bytes) {
   const StrategyGraph g = strategy_graph(run, strategy);
   const EngineEstimate e = engine_estimate(run, g);
@@ -75,9 +99,7 @@ void check_host_memory(const JobRun& run, Strategy strategy, double budget_bytes
   throw InputError("", 0, "--sim-memory",
                    "simulating " + std::string(to_string(strategy)) + " with " + engine + " would build about " + flows +
                        " flows and hold about " + format_bytes(e.bytes) + " of host memory, more than the " +
-                       format_bytes(budget_bytes) +
-                       " allowed; use fewer --nodes or --gpus, --engine auto (alike ranks fold into classes; "
-                       "stragglers and jitter forbid it), a smaller --layers-simulated, or raise --sim-memory");
+                       format_bytes(budget_bytes) + " allowed; " + memory_advice(run, g));
 }
 
 double simulation_memory_bytes(const StepSetup& setup, const StepConfig& config, Strategy strategy,
