@@ -216,8 +216,8 @@ void add_collective_command(CLI::App& app, Chosen& chosen) {
       ->capture_default_str();
   sub->add_option("--ranks", a->ranks, "Ranks taking part (the first ones); 0 = every GPU")->capture_default_str();
   sub->add_option("--engine", a->engine,
-                  "auto: symmetry classes when they are exact, else every rank and flow; classes: demand them; "
-                  "full: every rank and flow (docs/symmetry.md)")
+                  "auto: symmetry classes when they are exact, else every rank and flow; classes: demand them "
+                  "(equitable cells where no translation exists); full: every rank and flow (docs/symmetry.md)")
       ->check(CLI::IsMember({"auto", "classes", "full"}))
       ->capture_default_str();
   sub->callback([a, &chosen] {

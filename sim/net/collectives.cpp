@@ -5,6 +5,7 @@
 #include "input_error.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -52,6 +53,17 @@ struct FlowAdder {
   void add(int a, int b, double factor, double divisor, double wait_s, std::uint32_t count, const RouteView& r) {
     const TaskId f = engine.add_flow(fold.fold_hops(r.hops, scratch), size * factor / divisor, wait_s, count);
     add_rendezvous(engine, out, f, fold.rank_class(a), fold.rank_class(b));
+  }
+};
+
+// A call's flows from rank a to rank b, every one of them, with their routes.
+struct TrafficRecorder {
+  CallTraffic& traffic;
+
+  void add(int a, int b, double factor, double divisor, double wait_s, std::uint32_t count, const RouteView& r) {
+    const auto begin = static_cast<std::uint32_t>(traffic.hops.size());
+    traffic.hops.insert(traffic.hops.end(), r.hops.begin(), r.hops.end());
+    traffic.flows.push_back({a, b, begin, static_cast<std::uint32_t>(r.hops.size()), factor, divisor, wait_s, count});
   }
 };
 
@@ -251,6 +263,98 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
     call_flows(add, router, topo, op, set);
   }
   for (int c = 0; c < classes; ++c) engine.depends(out.done[c], out.call[c]);
+  return out;
+}
+
+CallTraffic call_traffic(const Topology& topo, Router& router, CollectiveOp op, GroupSet& set) {
+  CallTraffic traffic;
+  std::size_t flows = 0;  // room for them: an all-to-all's pairs, a ring's edges
+  for (const auto& g : set.groups()) flows += op == CollectiveOp::alltoall ? g.size() * (g.size() - 1) : 2 * g.size();
+  traffic.flows.reserve(flows);
+  traffic.hops.reserve(8 * flows);
+  TrafficRecorder add{traffic};
+  call_flows(add, router, topo, op, set);
+  return traffic;
+}
+
+// Per flow cell, the relaxed links its members cross (as engine links) with their count·share summed
+// over the members, in cell then link order.
+struct RelaxedLoad {
+  int cell, link;
+  double weight;
+};
+std::vector<RelaxedLoad> relaxed_loads(const FlowCells& cells, const QuotientLinks& links, const CallTraffic& t) {
+  std::vector<RelaxedLoad> out;
+  if (cells.relaxed.empty()) return out;
+  // The flows by cell (counting sort), then each cell's sums in one dense array over the engine's links.
+  std::vector<std::uint32_t> begin(cells.flows.count() + 1, 0), by_cell(t.flows.size());
+  for (int c : cells.flows.of) ++begin[c + 1];
+  std::partial_sum(begin.begin(), begin.end(), begin.begin());
+  std::vector<std::uint32_t> next(begin.begin(), begin.end() - 1);
+  for (std::uint32_t f = 0; f < t.flows.size(); ++f) by_cell[next[cells.flows.of[f]]++] = f;
+  std::vector<double> sum(links.capacity_Bps.size(), 0.0);
+  std::vector<int> touched;
+  for (int c = 0; c < cells.flows.count(); ++c) {
+    for (std::uint32_t k = begin[c]; k < begin[c + 1]; ++k) {
+      const CallFlow& f = t.flows[by_cell[k]];
+      for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
+        if (cells.relaxed[t.hops[h].link]) {
+          const int l = links.engine_link[t.hops[h].link];
+          if (sum[l] == 0.0) touched.push_back(l);
+          sum[l] += double(f.count) * t.hops[h].share;
+        }
+    }
+    std::sort(touched.begin(), touched.end());
+    for (int l : touched) {
+      out.push_back({c, l, sum[l]});
+      sum[l] = 0.0;
+    }
+    touched.clear();
+  }
+  return out;
+}
+
+GroupCalls add_collectives_on_cells(Engine& engine, const Topology& topo, const FlowCells& cells,
+                                    const QuotientLinks& links, const CallTraffic& traffic, CollectiveOp op,
+                                    const GroupSet& set, double size) {
+  const std::vector<RelaxedLoad> relaxed = relaxed_loads(cells, links, traffic);
+  auto next_relaxed = relaxed.begin();
+  GroupCalls out;
+  std::vector<std::uint32_t> weight;  // per task: the cluster's tasks it stands for
+  auto task = [&](TaskId t, std::uint32_t members) {
+    weight.push_back(members);
+    return t;
+  };
+  const int classes = cells.ranks.count();
+  out.done.resize(classes);
+  out.call.resize(classes);
+  for (int c = 0; c < classes; ++c) out.done[c] = task(engine.add_delay(0.0), cells.ranks.members[c]);
+  for (int c = 0; c < classes; ++c) {
+    const int rank = cells.ranks.representative[c];
+    const int n = static_cast<int>(set.groups()[set.group_of(rank)].size());
+    out.call[c] = task(engine.add_delay(call_overhead_s(topo, op, n)), cells.ranks.members[c]);
+    if (op == CollectiveOp::alltoall && topo.software.local_copy_Bps > 0.0) {
+      const TaskId copy = task(engine.add_delay(local_copy_s(topo, size, n)), cells.ranks.members[c]);
+      engine.depends(copy, out.call[c]);
+      engine.depends(out.done[c], copy);
+    }
+  }
+  std::vector<Hop> hops;
+  for (int fc = 0; fc < cells.flows.count(); ++fc) {
+    const CallFlow& f = traffic.flows[cells.flows.representative[fc]];
+    hops.clear();
+    for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
+      if (cells.relaxed.empty() || !cells.relaxed[traffic.hops[h].link])
+        hops.push_back({links.engine_link[traffic.hops[h].link], traffic.hops[h].share});
+    const std::uint32_t members = cells.flows.members[fc];
+    // Engine load = multiplicity · share · rate, so the share is the members' sum over the multiplicity.
+    for (; next_relaxed != relaxed.end() && next_relaxed->cell == fc; ++next_relaxed)
+      hops.push_back({next_relaxed->link, float(next_relaxed->weight / (double(f.count) * members))});
+    const TaskId t = task(engine.add_flow(hops, size * f.factor / f.divisor, f.wait_s, f.count * members), members);
+    add_rendezvous(engine, out, t, cells.ranks.of[f.from], cells.ranks.of[f.to]);
+  }
+  for (int c = 0; c < classes; ++c) engine.depends(out.done[c], out.call[c]);
+  engine.count_tasks_as(std::move(weight));
   return out;
 }
 

@@ -101,7 +101,7 @@ void Engine::make_ready(TaskId t, double now) {
 
 void Engine::finish(TaskId t, double now) {
   finish_[t] = now;
-  ++stats_.events;
+  stats_.events += weight(t);
   ++finished_tasks_;
   for (std::uint32_t k = succ_begin_[t]; k < succ_begin_[t + 1]; ++k)
     if (--preds_left_[succ_[k]] == 0) make_ready(succ_[k], now);
@@ -113,7 +113,11 @@ void Engine::solve_rates(bool added, double min_removed_rate) {
     solver_.solve(capacity_, hops_, active_paths_, rate_);
   else
     solver_.solve_from(min_removed_rate, capacity_, hops_, active_paths_, rate_);
-  stats_.refilled += solver_.refilled();
+  if (weight_.empty()) {
+    stats_.refilled += solver_.refilled();
+  } else {
+    for (std::uint32_t i : solver_.refilled_flows()) stats_.refilled += weight(task_of_[active_[i]]);
+  }
 #ifdef BASP_CHECK_INVARIANTS
   check_invariants();
 #endif
@@ -162,6 +166,11 @@ RunStats Engine::run() {
   deps_.clear();
   deps_.shrink_to_fit();
   stats_.flows = paths_.size();
+  if (!weight_.empty()) {
+    if (weight_.size() != kind_.size()) throw std::logic_error("engine: a task weight per task expected");
+    stats_.flows = 0;
+    for (std::uint32_t f = 0; f < task_of_.size(); ++f) stats_.flows += weight_[task_of_[f]];
+  }
 
   // Room for the flows that may transfer at once, and their crossings at the average path length:
   // grown by doubling from nothing, the arrays' copies land on fresh pages, whose zeroing by the
@@ -233,7 +242,7 @@ RunStats Engine::run() {
       if (!std::is_sorted(bucket_.begin(), bucket_.end())) std::sort(bucket_.begin(), bucket_.end());
       for (const TaskId t : bucket_) {
         if (kind_[t] == Kind::flow && bytes_[flow_of_[t]] > 0.0) {
-          ++stats_.events;
+          stats_.events += weight(t);
           const std::uint32_t f = flow_of_[t];
           active_.push_back(f);
           active_paths_.push_back(paths_[f]);

@@ -16,6 +16,7 @@ MaxMinSolver::MaxMinSolver(std::size_t links)
     : links_(links) {}
 
 double MaxMinSolver::key(std::uint32_t l) const {
+  if (!unbinding_.empty() && unbinding_[l]) return std::numeric_limits<double>::infinity();
   return std::max(0.0, links_[l].remaining) / links_[l].weight;
 }
 
@@ -142,6 +143,8 @@ void MaxMinSolver::fill(std::span<const double> capacity, std::span<const Hop> h
       level = std::min(level, scan_key_[k]);
       ++k;
     }
+    if (!(level < std::numeric_limits<double>::infinity()))
+      throw std::logic_error("max-min: unfrozen flows cross no link that can bind");
     saturated_.clear();
     for (std::size_t k = 0; k < scan_.size(); ++k)
       if (scan_key_[k] <= level * (1.0 + tie)) saturated_.push_back(scan_[k]);
@@ -174,10 +177,15 @@ void MaxMinSolver::fill(std::span<const double> capacity, std::span<const Hop> h
       if (saturated_.empty()) level = current;
       saturated_.push_back(l);
     }
+    if (!(level < std::numeric_limits<double>::infinity()))
+      throw std::logic_error("max-min: unfrozen flows cross no link that can bind");
     left = freeze_saturated(level, hops, flows, rates, left);
   }
   // Every touched link's load is now its capacity less what the fill left over.
   for (std::uint32_t l : touched_) links_[l].load = capacity[l] - links_[l].remaining;
+  if (!unbinding_.empty())
+    for (std::uint32_t l : touched_)
+      if (unbinding_[l] && links_[l].load > capacity[l] * (1.0 - 1e-6)) unbinding_held_ = false;
 }
 
 }  // namespace basp

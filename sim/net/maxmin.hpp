@@ -49,6 +49,14 @@ class MaxMinSolver {
   void solve_from(double level, std::span<const double> capacity_Bps, std::span<const Hop> hops,
                   std::span<const FlowPath> flows, std::span<double> rates);
 
+  // Links marked here never bind: no flow freezes at them, but their load is kept like any other's,
+  // and every solve checks it against their capacity (a quotient that leaves them out of its cells,
+  // flow_cells.hpp, is exact only while they stay below it). Empty: every link may bind.
+  void never_binding(std::vector<char> links) { unbinding_ = std::move(links); }
+  // Whether every solve so far left each never-binding link clearly below its capacity (by 1e-6
+  // relative: the quotient's shares of such links are floats).
+  bool unbinding_held() const { return unbinding_held_; }
+
   // Room for this many flows and crossings in one solve, so that solves up to them do not reallocate.
   void reserve(std::size_t flows, std::size_t crossings);
 
@@ -57,6 +65,7 @@ class MaxMinSolver {
 
   std::size_t memory_bytes() const;  // its arrays' capacities
   std::size_t refilled() const { return refill_.size(); }  // flows the last solve recomputed
+  std::span<const std::uint32_t> refilled_flows() const { return {refill_.data(), refill_.size()}; }  // their indices
   double load(std::uint32_t link) const { return links_[link].load; }  // B/s the flows now move over it
 
  private:
@@ -75,6 +84,8 @@ class MaxMinSolver {
     std::uint32_t begin = 0, end = 0;    // CSR link -> flows: flows_on_[begin .. end)
   };
   std::vector<LinkState> links_;
+  std::vector<char> unbinding_;  // per link, or empty
+  bool unbinding_held_ = true;
   BigVector<std::uint32_t> flows_on_;
   std::vector<std::uint32_t> touched_;    // links with at least one flow
   std::vector<std::uint32_t> scan_;      // touched links that may still saturate (the first rounds)

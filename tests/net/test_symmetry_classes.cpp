@@ -125,9 +125,11 @@ TEST_CASE("classes: what breaks the symmetry falls back to the full engine, and 
   CHECK_THAT(why(simulate_collective(hashed, part)), Catch::Contains("full: the job uses 16 of the 64 GPUs"));
   // One node.
   CHECK_THAT(why(simulate_collective(load_topology("localhost-cpu"), a2a)), Catch::Contains("full: a single node"));
-  // Demanding classes where there are none is an input error.
+  // Demanding classes where neither a translation nor cells merge anything (one rank, no flow) is an
+  // input error; on the uneven leaf, cells merge (tests/net/test_flow_cells.cpp).
   CollectiveSpec demand = a2a;
   demand.engine = EngineMode::classes;
+  demand.ranks = 1;
   CHECK_THROWS_AS(simulate_collective(uneven, demand), InputError);
 }
 
