@@ -56,6 +56,7 @@ class MaxMinSolver {
   // Whether every solve so far left each never-binding link clearly below its capacity (by 1e-6
   // relative: the quotient's shares of such links are floats).
   bool unbinding_held() const { return unbinding_held_; }
+  bool never_binds(std::uint32_t link) const { return !unbinding_.empty() && unbinding_[link]; }
 
   // Room for this many flows and crossings in one solve, so that solves up to them do not reallocate.
   void reserve(std::size_t flows, std::size_t crossings);
