@@ -260,18 +260,27 @@ TEST_CASE("step classes on a part: --trace writes what the whole build's classes
   }
 }
 
-TEST_CASE("step classes: groups that straddle the period fall back to the full engine, and say so") {
+TEST_CASE("step classes: groups that straddle the period have no translation, and say so; cells run them") {
   // System: 2 GB200 NVL72 racks (144 GPUs): the cluster repeats every rack (72 GPUs).
   // Expectations: SP groups of 16 repeat every 2 nodes, the racks every 18: no shift but the
-  // whole cluster keeps both.
+  // whole cluster keeps both, so the step runs on equitable cells (tests/test_step_cells.cpp).
   StepConfig c = job("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 18, .spines = 2});
   c.sp = 16;
   c.strategies = {Strategy::ulysses};
   const StepReport r = simulate_step(c);
-  CHECK(r.results[0].engine.engine == "full");
-  CHECK_THAT(r.results[0].engine.why, Catch::Contains("the cluster repeats every 18 nodes and the traffic every 4"));
+  CHECK(r.results[0].engine.engine == "classes");
+  CHECK_THAT(r.results[0].engine.why, Catch::Contains("the cluster repeats every 18 nodes and the traffic every 4") &&
+                                          Catch::Contains("equitable cells instead"));
   c.engine = EngineMode::classes;
-  CHECK_THROWS_AS(simulate_step(c), InputError);
+  CHECK(simulate_step(c).results[0].engine.engine == "classes");
+  // Where cells merge no rank either (ring attention's successor rings across 32-tray leaves),
+  // demanding classes is an input error.
+  StepConfig ring = job("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 32, .spines = 2});
+  ring.sp = 16;
+  ring.strategies = {Strategy::ring};
+  CHECK(simulate_step(ring).results[0].engine.engine == "full");
+  ring.engine = EngineMode::classes;
+  CHECK_THROWS_AS(simulate_step(ring), InputError);
 }
 
 TEST_CASE("simulate --engine: JSON and table say which engine ran, with the class counts") {
@@ -288,9 +297,10 @@ TEST_CASE("simulate --engine: JSON and table say which engine ran, with the clas
   }
   CHECK(cli_json(job + " --engine full").at("config").at("engine") == "full");
   CHECK_THAT(basp_cli(job).out, Catch::Contains("classes engine"));
+  // Hashed ECMP has no translation (each flow's path is its own), but it has cells.
   const basp::test::Run hashed = basp_cli(job + " --ecmp hash --engine classes");
-  CHECK(hashed.code == 2);
-  CHECK_THAT(hashed.out, Catch::Contains("--engine") && Catch::Contains("hashed ECMP"));
+  CHECK(hashed.code == 0);
+  CHECK_THAT(hashed.out, Catch::Contains("hashed ECMP") && Catch::Contains("equitable cells instead"));
   CHECK(basp_cli(job + " --engine fastest").code == 2);
   CHECK(cli_json("collective --topology dgx-h100 --nodes 8 --size 1MiB").at("engine").at("engine") == "classes");
 }

@@ -2,6 +2,8 @@
 // no bandwidth); flows wait their path latency (rings: one step latency per pipeline step).
 #include "collectives.hpp"
 
+#include "cell_fold.hpp"
+
 #include "input_error.hpp"
 
 #include <algorithm>
@@ -232,8 +234,114 @@ const CallShape* GroupSet::call_shape(const Topology& topo, Router& router, Coll
   return &*s.shape;
 }
 
+const CallShape& GroupSet::cell_shape(CollectiveOp op, Engine& engine) {
+  Shape& s = shapes_[static_cast<int>(op)];
+  if (s.engine == engine.serial() && s.shape) return *s.shape;
+  s = {engine.serial(), 0, CallShape{}};
+  const CellFold& cf = *fold_.cells;
+  const CellFold::Pattern* pattern = cf.find(groups_, group_traffic(op));
+  if (!pattern || !pattern->calls[static_cast<int>(op)]) {
+    // Groups of one move nothing (an exchange of one rank): the step leaves them out of its traffic.
+    if (std::ranges::all_of(groups_, [](const std::vector<int>& g) { return g.size() < 2; })) return *s.shape;
+    throw std::logic_error("GroupSet::cell_shape: a call whose traffic was not refined");
+  }
+  const CallTraffic& t = *pattern->calls[static_cast<int>(op)];
+  const FlowCells& cells = cf.cells;
+  CallShape& shape = *s.shape;
+  // The cells' members' count·share on each relaxed link, by cell (dense over the engine's links).
+  std::vector<std::vector<std::pair<int, double>>> relaxed_of(cells.flows.count());
+  if (!cells.relaxed.empty()) {
+    std::vector<double> sum(cf.links.capacity_Bps.size(), 0.0);
+    std::vector<int> touched;
+    for (std::uint32_t i = 0; i < t.flows.size(); ++i) {
+      const CallFlow& f = t.flows[i];
+      for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
+        if (cells.relaxed[t.hops[h].link]) {
+          auto& list = relaxed_of[cells.flows.of[pattern->flow_begin + i]];
+          list.push_back({cf.links.engine_link[t.hops[h].link], double(f.count) * t.hops[h].share});
+        }
+    }
+    for (auto& list : relaxed_of) {
+      for (auto [l, w] : list) {
+        if (sum[l] == 0.0) touched.push_back(l);
+        sum[l] += w;
+      }
+      std::sort(touched.begin(), touched.end());
+      list.clear();
+      for (int l : touched) {
+        list.push_back({l, sum[l]});
+        sum[l] = 0.0;
+      }
+      touched.clear();
+    }
+  }
+  std::vector<Hop> hops;
+  for (std::uint32_t i = 0; i < t.flows.size(); ++i) {
+    const int cell = cells.flows.of[pattern->flow_begin + i];
+    if (cells.flows.representative[cell] != static_cast<int>(pattern->flow_begin + i)) continue;
+    const CallFlow& f = t.flows[i];
+    const std::uint32_t members = cells.flows.members[cell];
+    hops.clear();
+    for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
+      if (cells.relaxed.empty() || !cells.relaxed[t.hops[h].link])
+        hops.push_back({cf.links.engine_link[t.hops[h].link], t.hops[h].share});
+    const auto relaxed_begin = static_cast<std::uint32_t>(shape.relaxed.size());
+    for (auto [l, w] : relaxed_of[cell]) {
+      // Engine load = multiplicity · share · rate: the share is the members' sum over the multiplicity.
+      hops.push_back({l, float(w / (double(f.count) * members))});
+      shape.relaxed.push_back({l, w});
+    }
+    shape.flows.push_back({fold_.rank_class(f.from), fold_.rank_class(f.to), engine.store_path(hops), f.factor,
+                           f.divisor, f.wait_s, f.count * members, members, relaxed_begin,
+                           static_cast<std::uint32_t>(shape.relaxed.size()) - relaxed_begin});
+  }
+  return shape;
+}
+
+namespace {
+
+// One call on a fold of cells: a task per rank cell and a flow per flow cell, each weighed as the
+// cluster's tasks it stands for; relaxed links get their bytes exactly (Engine::add_link_bytes).
+GroupCalls add_cell_collectives(Engine& engine, const Topology& topo, const RankFold& fold, CollectiveOp op,
+                                GroupSet& set, double size, std::span<const TaskId> entry) {
+  GroupCalls out;
+  const int classes = fold.classes();
+  out.done.resize(classes);
+  out.call.resize(classes);
+  for (int c = 0; c < classes; ++c) {
+    out.done[c] = engine.add_delay(0.0);
+    engine.weigh(out.done[c], fold.class_members(c));
+  }
+  for (int c = 0; c < classes; ++c) {
+    const int n = static_cast<int>(set.groups()[set.group_of(fold.cell_rank[c])].size());
+    out.call[c] = engine.add_delay(call_overhead_s(topo, op, n));
+    engine.weigh(out.call[c], fold.class_members(c));
+    if (!entry.empty()) engine.depends(out.call[c], entry[c]);
+    if (op == CollectiveOp::alltoall && topo.software.local_copy_Bps > 0.0) {
+      const TaskId copy = engine.add_delay(local_copy_s(topo, size, n));
+      engine.weigh(copy, fold.class_members(c));
+      engine.depends(copy, out.call[c]);
+      engine.depends(out.done[c], copy);
+    }
+  }
+  const CallShape& shape = set.cell_shape(op, engine);
+  for (const CallShape::Flow& f : shape.flows) {
+    const double bytes = size * f.factor / f.divisor;
+    const TaskId t = engine.add_flow_on(f.path, bytes, f.wait_s, f.count);
+    engine.weigh(t, f.members);
+    add_rendezvous(engine, out, t, f.from_class, f.to_class);
+    for (std::uint32_t k = f.relaxed_begin; k < f.relaxed_begin + f.relaxed_count; ++k)
+      engine.add_link_bytes(shape.relaxed[k].first, bytes * shape.relaxed[k].second);
+  }
+  for (int c = 0; c < classes; ++c) engine.depends(out.done[c], out.call[c]);
+  return out;
+}
+
+}  // namespace
+
 GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo, const RankFold& fold,
                            CollectiveOp op, GroupSet& set, double size, std::span<const TaskId> entry) {
+  if (fold.cells) return add_cell_collectives(engine, topo, fold, op, set, size, entry);
   GroupCalls out;
   const int classes = fold.classes();
   out.done.resize(classes);
@@ -320,9 +428,8 @@ GroupCalls add_collectives_on_cells(Engine& engine, const Topology& topo, const 
   const std::vector<RelaxedLoad> relaxed = relaxed_loads(cells, links, traffic);
   auto next_relaxed = relaxed.begin();
   GroupCalls out;
-  std::vector<std::uint32_t> weight;  // per task: the cluster's tasks it stands for
   auto task = [&](TaskId t, std::uint32_t members) {
-    weight.push_back(members);
+    engine.weigh(t, members);
     return t;
   };
   const int classes = cells.ranks.count();
@@ -348,13 +455,15 @@ GroupCalls add_collectives_on_cells(Engine& engine, const Topology& topo, const 
         hops.push_back({links.engine_link[traffic.hops[h].link], traffic.hops[h].share});
     const std::uint32_t members = cells.flows.members[fc];
     // Engine load = multiplicity · share · rate, so the share is the members' sum over the multiplicity.
-    for (; next_relaxed != relaxed.end() && next_relaxed->cell == fc; ++next_relaxed)
+    const double bytes = size * f.factor / f.divisor;
+    for (; next_relaxed != relaxed.end() && next_relaxed->cell == fc; ++next_relaxed) {
       hops.push_back({next_relaxed->link, float(next_relaxed->weight / (double(f.count) * members))});
-    const TaskId t = task(engine.add_flow(hops, size * f.factor / f.divisor, f.wait_s, f.count * members), members);
+      engine.add_link_bytes(next_relaxed->link, bytes * next_relaxed->weight);
+    }
+    const TaskId t = task(engine.add_flow(hops, bytes, f.wait_s, f.count * members), members);
     add_rendezvous(engine, out, t, cells.ranks.of[f.from], cells.ranks.of[f.to]);
   }
   for (int c = 0; c < classes; ++c) engine.depends(out.done[c], out.call[c]);
-  engine.count_tasks_as(std::move(weight));
   return out;
 }
 

@@ -48,8 +48,12 @@ struct CallShape {
     Engine::StoredPath path;
     double factor, divisor, wait_s;
     std::uint32_t count;
+    std::uint32_t members = 1;  // with cells: the flows of its cell, which it stands for
+    std::uint32_t relaxed_begin = 0, relaxed_count = 0;  // its bytes on relaxed links, in `relaxed`
   };
   std::vector<Flow> flows;
+  // With cells: (engine link, count·share summed over the cell's members) on each relaxed link.
+  std::vector<std::pair<int, double>> relaxed;
 };
 
 // The groups of one kind of call (a partition of the ranks), with what building their calls needs:
@@ -74,6 +78,8 @@ class GroupSet {
   // (a set called once, as `basp collective` does, builds its flows straight into the engine),
   // made at its second.
   const CallShape* call_shape(const Topology& topo, Router& router, CollectiveOp op, Engine& engine);
+  // With a fold of cells: the flows of one call of `op`, one per flow cell, on `engine`.
+  const CallShape& cell_shape(CollectiveOp op, Engine& engine);
 
  private:
   std::vector<std::vector<int>> groups_;
@@ -110,7 +116,7 @@ CallTraffic call_traffic(const Topology& topo, Router& router, CollectiveOp op, 
 // One call of `op` on every group at once on the quotient of `cells` (refined on `traffic`, the
 // call's every flow): a task per rank cell, a flow per flow cell standing for all its members, on
 // an engine whose links are `links`. A flow cell's path on a relaxed link carries its members' load
-// there in all. Counts as the whole cluster's (Engine::count_tasks_as).
+// there in all. Counts as the whole cluster's (Engine::weigh).
 GroupCalls add_collectives_on_cells(Engine& engine, const Topology& topo, const FlowCells& cells,
                                     const QuotientLinks& links, const CallTraffic& traffic, CollectiveOp op,
                                     const GroupSet& set, double size_bytes);

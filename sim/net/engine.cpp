@@ -30,6 +30,11 @@ TaskId Engine::add_delay(double duration_s) {
   return id;
 }
 
+void Engine::weigh(TaskId t, std::uint32_t tasks) {
+  if (weight_.size() <= t) weight_.resize(kind_.size(), 1);
+  weight_[t] = tasks;
+}
+
 TaskId Engine::add_flow(std::span<const Hop> hops, double bytes, double wait_s, std::uint32_t multiplicity) {
   return add_flow_on(store_path(hops), bytes, wait_s, multiplicity);
 }
@@ -49,7 +54,8 @@ TaskId Engine::add_flow_on(StoredPath path, double bytes, double wait_s, std::ui
   bytes_.push_back(bytes);
   task_of_.push_back(id);
   for (std::uint32_t h = path.hop_begin; h < path.hop_begin + path.hop_count; ++h)
-    link_bytes_[hops_[h].link] += bytes * hops_[h].share * multiplicity;
+    if (!solver_.never_binds(static_cast<std::uint32_t>(hops_[h].link)))
+      link_bytes_[hops_[h].link] += bytes * hops_[h].share * multiplicity;
   return id;
 }
 
@@ -169,7 +175,7 @@ RunStats Engine::run() {
   deps_.shrink_to_fit();
   stats_.flows = paths_.size();
   if (!weight_.empty()) {
-    if (weight_.size() != kind_.size()) throw std::logic_error("engine: a task weight per task expected");
+    weight_.resize(kind_.size(), 1);
     stats_.flows = 0;
     for (std::uint32_t f = 0; f < task_of_.size(); ++f) stats_.flows += weight_[task_of_[f]];
   }

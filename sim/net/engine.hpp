@@ -68,10 +68,13 @@ class Engine {
   // every flow, right for one collective; a step's calls take turns). Past it they grow by doubling.
   void expect_concurrent_flows(std::size_t flows) { concurrent_flows_ = flows; }
 
-  // Each task stands for this many tasks of the whole cluster in the run's counts (flows, events,
-  // refills), one per task, in task order; empty: one each. A quotient of cells whose sizes differ
-  // counts its tasks this way (flow_cells.hpp).
-  void count_tasks_as(std::vector<std::uint32_t> weights) { weight_ = std::move(weights); }
+  // Task t stands for this many tasks of the whole cluster in the run's counts (flows, events,
+  // refills); tasks not weighed count once. A quotient of cells whose sizes differ counts its
+  // tasks this way (flow_cells.hpp).
+  void weigh(TaskId t, std::uint32_t tasks);
+  // Bytes a never-binding link carries that its hops do not say exactly: such a link's hops give
+  // the solver its load, the caller its bytes (MaxMinSolver::never_binding).
+  void add_link_bytes(int link, double bytes) { link_bytes_[link] += bytes; }
 
   // Links that never bind but are checked below capacity at every solve (MaxMinSolver::never_binding).
   void never_binding(std::vector<char> links) { solver_.never_binding(std::move(links)); }
@@ -146,7 +149,7 @@ class Engine {
   std::vector<LinkSample> samples_;
   RunStats stats_;
   std::uint64_t finished_tasks_ = 0;
-  std::vector<std::uint32_t> weight_;  // per task: tasks of the cluster it stands for (empty: 1)
+  std::vector<std::uint32_t> weight_;  // per task: tasks of the cluster it stands for (empty: 1 each)
   std::uint64_t weight(TaskId t) const { return weight_.empty() ? 1 : weight_[t]; }
   EngineProgress* progress_ = nullptr;
   bool ran_ = false;

@@ -134,7 +134,8 @@ std::vector<char> fabric_trunks(const Topology& topo) {
 }
 
 FlowCells equitable_cells(const Topology& topo, int ranks, const CallTraffic& t,
-                          std::span<const std::uint64_t> rank_colour, std::vector<char> relaxed) {
+                          std::span<const std::uint64_t> rank_colour, std::vector<char> relaxed,
+                          std::span<const std::uint64_t> flow_colour) {
   const std::size_t links = topo.link_count(), flows = t.flows.size();
   const Incidence on_link = links_to_flows(t, links);
   std::vector<std::size_t> sent;
@@ -144,7 +145,7 @@ FlowCells equitable_cells(const Topology& topo, int ranks, const CallTraffic& t,
   c.relaxed = std::move(relaxed);
   auto kept = [&](int link) { return c.relaxed.empty() || !c.relaxed[link]; };
   Signatures sig;  // reused by every round: room for the largest of the three kinds' signatures
-  sig.words.reserve(std::max({links + t.hops.size(), 3 * flows + t.hops.size(), std::size_t(3 * ranks) + 2 * flows}));
+  sig.words.reserve(std::max({3 * links + t.hops.size(), 5 * flows + t.hops.size(), std::size_t(3 * ranks) + 2 * flows}));
   sig.begin.reserve(std::max({links, flows, std::size_t(ranks)}) + 1);
   for (std::size_t l = 0; l < links; ++l) {
     const Link& link = topo.link(static_cast<int>(l));
@@ -154,8 +155,10 @@ FlowCells equitable_cells(const Topology& topo, int ranks, const CallTraffic& t,
   }
   c.links = cells_of(sig, links);
   sig.clear();
-  for (const CallFlow& f : t.flows) {
-    sig.words.insert(sig.words.end(), {bits(f.factor), bits(f.divisor), bits(f.wait_s), f.count});
+  for (std::size_t i = 0; i < flows; ++i) {
+    const CallFlow& f = t.flows[i];
+    sig.words.insert(sig.words.end(), {bits(f.factor), bits(f.divisor), bits(f.wait_s), f.count,
+                                       flow_colour.empty() ? 0 : flow_colour[i]});
     sig.close();
   }
   c.flows = cells_of(sig, flows);

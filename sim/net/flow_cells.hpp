@@ -53,9 +53,11 @@ struct FlowCells {
 
 // The coarsest equitable cells of `traffic` among `ranks` ranks and `topo`'s links other than the
 // `relaxed` ones (per link, or empty: none). `rank_colour` (one per rank, or empty: all alike)
-// separates ranks the traffic alone does not, such as ranks whose calls cost different overheads.
+// separates ranks the traffic alone does not, such as ranks whose calls cost different overheads;
+// `flow_colour` (one per flow, or empty) flows the traffic does not, such as different calls'.
 FlowCells equitable_cells(const Topology& topo, int ranks, const CallTraffic& traffic,
-                          std::span<const std::uint64_t> rank_colour = {}, std::vector<char> relaxed = {});
+                          std::span<const std::uint64_t> rank_colour = {}, std::vector<char> relaxed = {},
+                          std::span<const std::uint64_t> flow_colour = {});
 
 // The quotient's links: one per link cell, with the capacity of all its members, then one per
 // relaxed link some flow crosses, with its own capacity, never binding.

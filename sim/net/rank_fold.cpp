@@ -20,8 +20,13 @@ std::string_view to_string(EngineMode mode) {
   return "?";
 }
 
+double RankFold::member_load_factor(int engine_link) const {
+  if (cells) return 1.0 / engine_link_members[engine_link];
+  return link_load.empty() ? 1.0 : link_load[topology_link(engine_link)];
+}
+
 int RankFold::moved(int rank, int generator) const {
-  if (!folded()) return rank;
+  if (!folded() || cells) return rank;
   const int node = rank / gpus_per_node, nodes = ranks / gpus_per_node;
   int to;
   if (generator == 0) {
@@ -49,6 +54,10 @@ std::span<const Hop> RankFold::fold_hops(std::span<const Hop> hops, std::vector<
 std::vector<double> RankFold::expand_links(const std::vector<double>& per_class) const {
   if (link_class.empty()) return per_class;
   std::vector<double> out(link_class.size());
+  if (cells) {
+    for (std::size_t l = 0; l < out.size(); ++l) out[l] = per_class[link_class[l]] / engine_link_members[link_class[l]];
+    return out;
+  }
   for (std::size_t l = 0; l < out.size(); ++l) out[l] = per_class[link_class[l]] * link_load[l];
   return out;
 }
@@ -56,7 +65,9 @@ std::vector<double> RankFold::expand_links(const std::vector<double>& per_class)
 std::vector<double> RankFold::quotient_capacities(const std::vector<double>& capacity_Bps) const {
   if (link_class.empty()) return capacity_Bps;
   std::vector<double> out(class_link.size());
-  for (std::size_t c = 0; c < out.size(); ++c) out[c] = capacity_Bps[class_link[c]] / link_load[class_link[c]];
+  for (std::size_t c = 0; c < out.size(); ++c)
+    out[c] = cells ? capacity_Bps[class_link[c]] * engine_link_members[c]
+                   : capacity_Bps[class_link[c]] / link_load[class_link[c]];
   return out;
 }
 
@@ -64,11 +75,12 @@ PerLinkClass<double> RankFold::bytes_by_class(const Topology& topo, const std::v
   PerLinkClass<double> out;
   for (std::size_t c = 0; c < per_class.size(); ++c)
     out[topo.link(topology_link(static_cast<int>(c))).cls] +=
-        link_class.empty() ? per_class[c] : per_class[c] * members();
+        link_class.empty() || cells ? per_class[c] : per_class[c] * members();
   return out;
 }
 
 RunStats RankFold::expand_stats(RunStats s) const {
+  if (cells) return s;  // the engine weighed each task as the tasks it stands for
   s.flows *= members();
   s.events *= members();
   s.refilled *= members();

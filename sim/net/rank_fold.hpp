@@ -30,8 +30,11 @@ enum class EngineMode { automatic, classes, full };
 std::optional<EngineMode> parse_engine_mode(std::string_view name);  // "auto", "classes", "full"
 std::string_view to_string(EngineMode mode);
 
+struct CellFold;
+
 // The group: blocks of block_nodes consecutive nodes move on by one block (generator 0), and nodes
 // rotate by step_nodes within every block (generator 1). Nodes equal mod step_nodes form a class.
+// Or, where no translation exists, equitable cells (cell_fold.hpp): classes of different sizes.
 struct RankFold {
   int ranks = 0;   // ranks of the job, N
   int period = 0;  // representatives 0..period-1; rank r is in the class of r mod period
@@ -42,13 +45,26 @@ struct RankFold {
   std::vector<int> class_link;  // class -> its representative, the smallest link id of the class
   std::vector<std::uint32_t> link_load;  // link id -> translates of a representative hop it carries
 
+  // With cells: the step's cells and traffic, each rank's cell and each cell's first rank and size,
+  // and each engine link's members (link_class and class_link then map links to engine links:
+  // a cell's, or a relaxed link's own). period is then the job's ranks and link_load empty.
+  std::shared_ptr<const CellFold> cells;
+  std::vector<int> rank_cell, cell_rank;
+  std::vector<std::uint32_t> cell_members;
+  std::vector<std::uint32_t> engine_link_members;
+
   static RankFold identity(int ranks);
-  bool folded() const { return period < ranks; }
+  bool folded() const { return cells != nullptr || period < ranks; }
   int link_classes() const { return static_cast<int>(class_link.size()); }
-  int classes() const { return period; }
-  int rank_class(int rank) const { return rank % period; }
-  bool represents(int rank) const { return rank < period; }
-  std::uint32_t members() const { return static_cast<std::uint32_t>(ranks / period); }  // per class
+  int classes() const { return cells ? static_cast<int>(cell_rank.size()) : period; }
+  int rank_class(int rank) const { return cells ? rank_cell[rank] : rank % period; }
+  bool represents(int rank) const { return cells ? cell_rank[rank_cell[rank]] == rank : rank < period; }
+  // Per class; with cells 1 (sizes differ: class_members), which keeps estimates at the full engine's.
+  std::uint32_t members() const { return static_cast<std::uint32_t>(ranks / period); }
+  std::uint32_t class_members(int c) const { return cells ? cell_members[c] : members(); }
+  // What one member link's load is of its engine link's (traces): 1/members with cells, else the
+  // translates a representative hop stands for.
+  double member_load_factor(int engine_link) const;
   static constexpr int generators = 2;
   int moved(int rank, int generator) const;  // where a generator takes a rank
   int engine_link(int link) const { return link_class.empty() ? link : link_class[link]; }

@@ -84,7 +84,9 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
     for (Part& part : parts_)
       if (part.topo == p.part) p.bounds = store(part.lines);
   } else {
-    p.choice = choose_fold(mode, cluster.whole(), ranks, traffic, &moves);
+    // Classes demanded and no translation: the step may still run on cells (run_strategy decides).
+    p.choice = choose_fold(mode == EngineMode::classes ? EngineMode::automatic : mode, cluster.whole(), ranks, traffic,
+                           &moves);
     p.bounds = store(whole_lines_);
   }
   for (const TrafficGroups& t : traffic) p.traffic.push_back({t.traffic, *t.groups});

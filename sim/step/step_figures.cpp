@@ -110,15 +110,33 @@ void add_rank(const Engine& engine, const std::vector<Span>& spans, int mid, boo
 
 }  // namespace
 
-StepTimes step_times(const Engine& engine, const StepTasks& tasks, int layers, int window) {
-  const int ranks = static_cast<int>(tasks.spans.size());
+StepTimes step_times(const Engine& engine, const StepTasks& tasks, int layers, int window,
+                     std::span<const std::uint32_t> members) {
+  double ranks = 0;
   StepTimes t;
   for (TaskId e : tasks.end) t.step_s = std::max(t.step_s, engine.finish_time(e));
   for (TaskId o : tasks.optimizer) t.gradients_s = std::max(t.gradients_s, engine.ready_time(o));
   Figures total, middle;
   RankIntervals scratch;
-  for (const std::vector<Span>& spans : tasks.spans)
-    add_rank(engine, spans, window / 2, window < layers, scratch, total, middle);
+  for (std::size_t c = 0; c < tasks.spans.size(); ++c) {
+    if (members.empty()) {
+      add_rank(engine, tasks.spans[c], window / 2, window < layers, scratch, total, middle);
+      ranks += 1;
+      continue;
+    }
+    Figures one_total, one_middle;
+    add_rank(engine, tasks.spans[c], window / 2, window < layers, scratch, one_total, one_middle);
+    const double m = members[c];
+    for (auto [to, from] : {std::pair{&total, &one_total}, std::pair{&middle, &one_middle}}) {
+      to->compute += m * from->compute;
+      to->a2a += m * from->a2a;
+      to->a2a_exposed += m * from->a2a_exposed;
+      to->zero += m * from->zero;
+      to->zero_exposed += m * from->zero_exposed;
+      to->period += m * from->period;
+    }
+    ranks += m;
+  }
   const double missing = layers - window;
   t.step_s += missing * middle.period / ranks;
   t.gradients_s += missing * middle.period / ranks;

@@ -9,6 +9,8 @@
 
 #include <array>
 #include <string>
+#include <cstdint>
+#include <span>
 #include <vector>
 
 namespace basp {
@@ -24,7 +26,9 @@ struct StepTimes {
 
 // `tasks` built `window` of the model's `layers` layers (build_step); when fewer, the middle layer's
 // figures and its period (forward and backward) are added once for each layer left out.
-StepTimes step_times(const Engine& engine, const StepTasks& tasks, int layers, int window);
+// Averages over ranks count each rank class `members[c]` times (cells differ in size; empty: once).
+StepTimes step_times(const Engine& engine, const StepTasks& tasks, int layers, int window,
+                     std::span<const std::uint32_t> members = {});
 
 struct LinkUse {
   int link = -1;           // link id on the whole topology; -1 when a part of it was simulated

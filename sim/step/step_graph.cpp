@@ -45,7 +45,7 @@ class StepBuilder {
     last_call_.resize(ranks_);
     for (auto& s : out_.spans) s.reserve(32 * std::size_t(m.layers));
     for (auto* tail : {&compute_, &gather_, &reduce_})
-      for (int r = 0; r < ranks_; ++r) tail->push_back(engine_.add_delay(0.0));
+      for (int r = 0; r < ranks_; ++r) tail->push_back(delay(r, 0.0));
     shard_.emplace(zg.shard, f);
     if (!zg.replica.empty()) replica_.emplace(zg.replica, f);
     if (l.a2a) a2a_.emplace(l.a2a_groups, f);
@@ -84,6 +84,13 @@ class StepBuilder {
   }
 
  private:
+  // A task of rank class r; on a fold of cells it counts as the ranks of its cell (Engine::weigh).
+  TaskId delay(int r, double duration_s) {
+    const TaskId t = engine_.add_delay(duration_s);
+    if (fold_.cells && !bounds_) engine_.weigh(t, fold_.class_members(r));
+    return t;
+  }
+
   // Gradients are reduced a bucket at a time (docs/cost-model.md, "Gradient reduction"). ZeRO-2
   // and 3, and ZeRO-1 with overlap_comm, reduce from backward hooks: a bucket (DeepSpeed's
   // reduce_bucket_size) once the module whose backward comes next would overflow it (DeepSpeed
@@ -180,14 +187,14 @@ class StepBuilder {
     }
     out_.end.resize(ranks_);
     for (int r = 0; r < ranks_; ++r) {
-      out_.end[r] = engine_.add_delay(0.0);
+      out_.end[r] = delay(r, 0.0);
       for (auto* tail : {&compute_, &gather_, &reduce_}) engine_.depends(out_.end[r], (*tail)[r]);
     }
   }
 
   void compute(Label label, int layer, std::uint8_t pass, const Work& w) {
     for (int r = 0; r < ranks_; ++r) {
-      const TaskId t = engine_.add_delay(speed_ ? w.time_s * speed_->factor(r, layer, pass) : w.time_s);
+      const TaskId t = delay(r, speed_ ? w.time_s * speed_->factor(r, layer, pass) : w.time_s);
       engine_.depends(t, compute_[r]);
       compute_[r] = t;
       out_.spans[r].push_back({t, t, std::int16_t(layer), label, pass});
@@ -327,7 +334,7 @@ class StepBuilder {
   // The compute stream continues only after `other` (per rank) has finished too.
   void join(const std::vector<TaskId>& other) {
     for (int r = 0; r < ranks_; ++r) {
-      const TaskId t = engine_.add_delay(0.0);
+      const TaskId t = delay(r, 0.0);
       engine_.depends(t, compute_[r]);
       engine_.depends(t, other[r]);
       compute_[r] = t;

@@ -2,7 +2,9 @@
 // it, folded where exact) and reduces the per-rank timelines to the report's figures.
 #include "strategy_run.hpp"
 
+#include "cell_fold.hpp"
 #include "engine_sizing.hpp"
+#include "input_error.hpp"
 #include "memory_model.hpp"
 #include "step_figures.hpp"
 #include "step_graph.hpp"
@@ -54,8 +56,8 @@ void watch_busiest_links(Engine& engine, const JobRun& run, const Topology& net,
 void set_figures(StrategyResult& res, const JobRun& run, const StrategyGraph& g, const Engine& engine,
                  const StepTasks& tasks, std::optional<double> accumulating_s) {
   const Topology& net = g.net.topo;
-  const RankFold& fold = g.net.choice.fold;
-  const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated);
+  const RankFold& fold = g.choice().fold;
+  const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated, fold.cell_members);
   res.step_s = times.step_s;
   res.accumulation_step_s = accumulating_s.value_or(times.gradients_s);
   const double micro_steps = run.config.accumulation;
@@ -121,27 +123,45 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
     layers = step_layers(strategy_graph(run, strategy));
     accumulating = run_accumulating(run, strategy, *local, layers);
   }
-  const StrategyGraph g = strategy_graph(run, strategy);
+  StrategyGraph g = strategy_graph(run, strategy);
   StrategyResult res;
   res.strategy = strategy;
   res.layout = g.layout;
   const Topology& net = g.net.topo;
-  const RankFold& fold = g.net.choice.fold;
-  res.engine = g.net.choice.use;
   if (accumulating) res.accumulating_engine = accumulating->engine;
+  res.layers_simulated = layers > 0 ? layers : step_layers(g);
+  Router& router = run.cache.router(g.net.topo);
+  // Where no translation exists, equitable cells: first with the fabric trunks left out (checked
+  // at every solve never to bind), and where one did bind, again with them in.
+  const bool try_cells = !g.net.choice.fold.folded() && run.config.engine != EngineMode::full && !run.speed &&
+                         net.cluster_ranks.empty() && ranks > 1;
+  if (try_cells) g.cells = cell_choice(net, router, ranks, step_traffic(g.layout, g.groups), true, g.net.choice.use.why);
+  if (run.config.engine == EngineMode::classes && !g.choice().fold.folded())
+    throw InputError("", 0, "--engine", "classes: this scenario has no exact symmetry and no cells that merge ranks (" +
+                                            g.net.choice.use.why + "); use --engine full or auto");
+  std::optional<Engine> built;
+  StepTasks tasks;
+  RunStats stats;
+  for (;;) {
+    built.emplace(sized_engine(run, g, res.layers_simulated));
+    Engine& engine = *built;
+    engine.publish_progress(run.options.engine_progress);
+    tasks = build_step(engine, router, net, g.choice().fold, res.layout, g.costs, run.model, run.config.checkpointing,
+                       run.zero, g.groups, res.layers_simulated, nullptr, run.speed);
+    if (trace) watch_busiest_links(engine, run, net, g.choice().fold);
+    stats = engine.run();
+    if (engine.unbinding_held()) break;
+    g.cells = cell_choice(net, router, ranks, step_traffic(g.layout, g.groups), false, g.net.choice.use.why);
+    if (g.cells) g.cells->use.why += " (with the fabric trunks in the cells: left out, one would have bound)";
+  }
+  Engine& engine = *built;
+  const RankFold& fold = g.choice().fold;
+  res.engine = g.choice().use;
   if (run.speed && run.config.engine != EngineMode::full) {
     res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
     if (res.accumulating_engine) res.accumulating_engine->why = res.engine.why;
   }
-  res.layers_simulated = layers > 0 ? layers : step_layers(g);
-  Router& router = run.cache.router(g.net.topo);
-  Engine engine = sized_engine(run, g, res.layers_simulated);
-  engine.publish_progress(run.options.engine_progress);
-  const StepTasks tasks = build_step(engine, router, net, fold, res.layout, g.costs, run.model,
-                                     run.config.checkpointing, run.zero, g.groups, res.layers_simulated, nullptr,
-                                     run.speed);
-  if (trace) watch_busiest_links(engine, run, net, fold);
-  res.stats = fold.expand_stats(engine.run());
+  res.stats = fold.expand_stats(stats);
   res.engine_bytes = std::max(accumulating ? accumulating->engine_bytes : 0.0, double(engine.memory_bytes()));
   set_figures(res, run, g, engine, tasks,
               accumulating ? std::optional<double>(accumulating->gradients_s) : std::nullopt);

@@ -11,6 +11,7 @@
 #include "stragglers.hpp"
 #include "zero_plan.hpp"
 
+#include <optional>
 #include <span>
 
 namespace basp {
@@ -45,6 +46,10 @@ struct StrategyGraph {
   StepCosts costs;
   ZeroGroups groups;
   RunCache::Network net;
+  // Equitable cells where the network's fold found no translation (cell_fold.hpp): what the step
+  // is simulated on then (bounds and estimates stay on net's fold).
+  std::optional<FoldChoice> cells;
+  const FoldChoice& choice() const { return cells ? *cells : net.choice; }
 };
 // `zero_calls` false: for a graph that issues no ZeRO call (accumulating_zero's), whose fold then
 // need not keep the ZeRO groups (their NCCL rings across nodes forbid most moves): each rank is a

@@ -55,7 +55,7 @@ void TraceWriter::add_run(std::string_view strategy, int run_index, const Topolo
       out_ << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << pid << ",\"tid\":" << s
            << ",\"args\":{\"name\":\"" << streams[s] << "\"}}";
     }
-    for (const Span& span : tasks.spans[r % tasks.spans.size()]) {
+    for (const Span& span : tasks.spans[fold.rank_class(r)]) {
       const double start = engine.ready_time(span.first), end = engine.finish_time(span.last);
       if (!(end > start)) continue;
       event_prefix();
@@ -76,7 +76,7 @@ void TraceWriter::add_run(std::string_view strategy, int run_index, const Topolo
     out_ << "{\"ph\":\"C\",\"pid\":" << net << ",\"name\":"
          << quoted(topo.vertex(l.from).name + " -> " + topo.vertex(l.to).name) << ",\"ts\":" << number(s.time_s * 1e6)
          << ",\"args\":{\"utilization\":"
-         << number(s.load_Bps * (fold.link_load.empty() ? 1 : fold.link_load[id]) / l.capacity_Bps) << "}}";
+         << number(s.load_Bps * fold.member_load_factor(int(s.link)) / l.capacity_Bps) << "}}";
   }
 }
 

@@ -1,0 +1,90 @@
+// A step's cells from its group sets' traffic: every set's flows routed once per op of its kind,
+// refined together (each set's flows kept apart), and the fold that indexes the step by them.
+#include "cell_fold.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace basp {
+namespace {
+
+// The ops a kind of traffic is called with in a step; the first is the one refined.
+std::vector<CollectiveOp> ops_of(GroupTraffic traffic) {
+  switch (traffic) {
+    case GroupTraffic::all_pairs: return {CollectiveOp::alltoall};
+    case GroupTraffic::nccl_rings:
+      return {CollectiveOp::allreduce, CollectiveOp::allgather, CollectiveOp::reducescatter};
+    case GroupTraffic::successor: return {CollectiveOp::sendrecv};
+  }
+  return {};
+}
+
+}  // namespace
+
+const CellFold::Pattern* CellFold::find(const std::vector<std::vector<int>>& groups, GroupTraffic traffic) const {
+  for (const Pattern& p : patterns)
+    if (p.traffic == traffic && p.groups == groups) return &p;
+  return nullptr;
+}
+
+std::optional<FoldChoice> cell_choice(const Topology& topo, Router& router, int ranks,
+                                      std::span<const TrafficGroups> traffic, bool relax, const std::string& why) {
+  auto fold = std::make_shared<CellFold>();
+  CallTraffic all;
+  std::vector<std::uint64_t> flow_colour, rank_colour(ranks, 0);
+  std::vector<std::vector<std::size_t>> group_sizes(ranks);  // per rank, its group's size in each set
+  const RankFold identity = RankFold::identity(ranks);
+  for (std::size_t p = 0; p < traffic.size(); ++p) {
+    CellFold::Pattern pattern{traffic[p].traffic, *traffic[p].groups, static_cast<std::uint32_t>(all.flows.size()), {}};
+    GroupSet set(pattern.groups, identity);
+    for (CollectiveOp op : ops_of(pattern.traffic))
+      pattern.calls[static_cast<int>(op)] = call_traffic(topo, router, op, set);
+    const CallTraffic& refined = *pattern.calls[static_cast<int>(ops_of(pattern.traffic).front())];
+    const auto offset = static_cast<std::uint32_t>(all.hops.size());
+    all.hops.insert(all.hops.end(), refined.hops.begin(), refined.hops.end());
+    for (CallFlow f : refined.flows) {
+      f.hop_begin += offset;
+      all.flows.push_back(f);
+      flow_colour.push_back(p);
+    }
+    for (int r = 0; r < ranks; ++r) group_sizes[r].push_back(set.groups()[set.group_of(r)].size());
+    fold->patterns.push_back(std::move(pattern));
+  }
+  // A rank's call overheads go with its groups' sizes: ranks start in one cell per list of sizes.
+  std::map<std::vector<std::size_t>, std::uint64_t> colour_of;
+  for (int r = 0; r < ranks; ++r)
+    rank_colour[r] = colour_of.try_emplace(group_sizes[r], colour_of.size()).first->second;
+  FlowCells cells = equitable_cells(topo, ranks, all, rank_colour, relax ? fabric_trunks(topo) : std::vector<char>{},
+                                    flow_colour);
+  if (cells.ranks.count() == ranks) return std::nullopt;
+  fold->links = quotient_links(topo, cells, all);
+  fold->cells = std::move(cells);
+  const FlowCells& c = fold->cells;
+  const QuotientLinks& q = fold->links;
+
+  FoldChoice choice;
+  RankFold& f = choice.fold;
+  f.ranks = f.period = ranks;
+  f.gpus_per_node = topo.gpus_per_node;
+  f.rank_cell = c.ranks.of;
+  f.cell_rank = c.ranks.representative;
+  f.cell_members = c.ranks.members;
+  f.link_class = q.engine_link;
+  f.class_link = c.links.representative;
+  f.engine_link_members = c.links.members;
+  for (int l : q.relaxed_link) {
+    f.class_link.push_back(l);
+    f.engine_link_members.push_back(1);
+  }
+  const bool even = std::ranges::all_of(c.ranks.members, [&](std::uint32_t m) { return m == c.ranks.members[0]; });
+  choice.use = {"classes",
+                "no translation (" + why + "); equitable cells instead: " + std::to_string(c.ranks.count()) + " rank, " +
+                    std::to_string(c.flows.count()) + " flow and " + std::to_string(c.links.count()) +
+                    " link cells, refined in " + std::to_string(c.rounds) + " rounds" +
+                    (q.relaxed_link.empty() ? "" : "; fabric trunks left out of the cells, below capacity at every solve"),
+                c.ranks.count(), f.link_classes(), even ? static_cast<int>(c.ranks.members[0]) : 0};
+  f.cells = std::move(fold);
+  return choice;
+}
+
+}  // namespace basp

@@ -1,0 +1,46 @@
+// A step's equitable cells: every group set's traffic refined together, so that one quotient engine
+// holds all the step's calls, where no translation maps the cluster and its traffic onto themselves.
+//
+// Each group set (ZeRO shards and replicas, the exchange's groups) is a pattern whose flows are
+// refined once, with its kind of call (an all-to-all, NCCL's rings or a send to the successor); the
+// ring ops share their edges, so a ring pattern's cells serve all-gather, reduce-scatter and
+// all-reduce alike. Calls of a pattern then add one flow per flow cell (flow_cells.hpp).
+#pragma once
+
+#include "collectives.hpp"
+#include "flow_cells.hpp"
+#include "rank_fold.hpp"
+#include "routing.hpp"
+#include "topology.hpp"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace basp {
+
+struct CellFold {
+  struct Pattern {
+    GroupTraffic traffic;
+    std::vector<std::vector<int>> groups;
+    std::uint32_t flow_begin = 0;  // its flows' first index in the refined traffic
+    // Every flow of one call, by op (those of its kind), each op's flows in the same order.
+    std::array<std::optional<CallTraffic>, collective_op_count> calls;
+  };
+  std::vector<Pattern> patterns;
+  FlowCells cells;
+  QuotientLinks links;
+
+  // The pattern of these groups and kind of call, or null.
+  const Pattern* find(const std::vector<std::vector<int>>& groups, GroupTraffic traffic) const;
+};
+
+// The cells of a step's `traffic` over `ranks` ranks of `topo`, with the fabric trunks left out
+// when `relax`; empty where they merge no rank. The fold it returns runs the step on them.
+std::optional<FoldChoice> cell_choice(const Topology& topo, Router& router, int ranks,
+                                      std::span<const TrafficGroups> traffic, bool relax, const std::string& why);
+
+}  // namespace basp
