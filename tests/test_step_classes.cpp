@@ -260,7 +260,7 @@ TEST_CASE("step classes on a part: --trace writes what the whole build's classes
   }
 }
 
-TEST_CASE("step classes: groups that straddle the period have no translation, and say so; cells run them") {
+TEST_CASE("step classes: groups that straddle the period have no translation, say so, and run on cells") {
   // System: 2 GB200 NVL72 racks (144 GPUs): the cluster repeats every rack (72 GPUs).
   // Expectations: SP groups of 16 repeat every 2 nodes, the racks every 18: no shift but the
   // whole cluster keeps both, so the step runs on equitable cells (tests/test_step_cells.cpp).
