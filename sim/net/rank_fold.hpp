@@ -15,6 +15,7 @@
 #include "nccl_rings.hpp"
 #include "topology.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -59,8 +60,11 @@ struct RankFold {
   int classes() const { return cells ? static_cast<int>(cell_rank.size()) : period; }
   int rank_class(int rank) const { return cells ? rank_cell[rank] : rank % period; }
   bool represents(int rank) const { return cells ? cell_rank[rank_cell[rank]] == rank : rank < period; }
-  // Per class; with cells 1 (sizes differ: class_members), which keeps estimates at the full engine's.
-  std::uint32_t members() const { return static_cast<std::uint32_t>(ranks / period); }
+  // Per class; with cells (whose sizes differ: class_members) the average, for estimates: the
+  // quotient's size then chooses the layers simulated and the memory it is sized for.
+  std::uint32_t members() const {
+    return static_cast<std::uint32_t>(cells ? std::max<std::size_t>(1, ranks / cell_rank.size()) : ranks / period);
+  }
   std::uint32_t class_members(int c) const { return cells ? cell_members[c] : members(); }
   // What one member link's load is of its engine link's (traces): 1/members with cells, else the
   // translates a representative hop stands for.

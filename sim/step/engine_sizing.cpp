@@ -17,7 +17,7 @@
 namespace basp {
 
 EngineEstimate engine_estimate(const JobRun& run, const StrategyGraph& g, int layers_built) {
-  const RankFold& fold = g.net.choice.fold;
+  const RankFold& fold = g.choice().fold;
   const Layout& l = g.layout;
   const double layers = layers_built > 0 ? layers_built : layers_to_simulate(run, l, fold);
   const double others = 3;  // embedding, head, optimizer

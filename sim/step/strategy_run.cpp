@@ -116,7 +116,7 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
   const auto t0 = std::chrono::steady_clock::now();
   const int ranks = run.config.gpus;
   // The step's layers, chosen on its own fold; the accumulating micro-steps build as many.
-  auto step_layers = [&](const StrategyGraph& g) { return layers_to_simulate(run, g.layout, g.net.choice.fold); };
+  auto step_layers = [&](const StrategyGraph& g) { return layers_to_simulate(run, g.layout, g.choice().fold); };
   int layers = 0;
   std::optional<AccumulatingRun> accumulating;
   if (const std::optional<ZeroPlan> local = accumulating_zero(run.zero, run.config.accumulation)) {
@@ -129,7 +129,6 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
   res.layout = g.layout;
   const Topology& net = g.net.topo;
   if (accumulating) res.accumulating_engine = accumulating->engine;
-  res.layers_simulated = layers > 0 ? layers : step_layers(g);
   Router& router = run.cache.router(g.net.topo);
   // Where no translation exists, equitable cells: first with the fabric trunks left out (checked
   // at every solve never to bind), and where one did bind, again with them in.
@@ -139,6 +138,8 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
   if (run.config.engine == EngineMode::classes && !g.choice().fold.folded())
     throw InputError("", 0, "--engine", "classes: this scenario has no exact symmetry and no cells that merge ranks (" +
                                             g.net.choice.use.why + "); use --engine full or auto");
+  // The layers the quotient can hold (on cells usually all: the full engine's window would be smaller).
+  res.layers_simulated = layers > 0 ? layers : step_layers(g);
   std::optional<Engine> built;
   StepTasks tasks;
   RunStats stats;
