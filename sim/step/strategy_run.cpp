@@ -154,6 +154,10 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
     if (engine.unbinding_held()) break;
     g.cells = cell_choice(net, router, ranks, step_traffic(g.layout, g.groups), false, g.net.choice.use.why);
     if (g.cells) g.cells->use.why += " (with the fabric trunks in the cells: left out, one would have bound)";
+    if (run.config.engine == EngineMode::classes && !g.cells)
+      throw InputError("", 0, "--engine", "classes: this scenario has no exact symmetry and no cells that merge "
+                                          "ranks (" + g.net.choice.use.why + "); use --engine full or auto");
+    if (layers == 0) res.layers_simulated = step_layers(g);  // finer cells, or the full engine, hold fewer
   }
   Engine& engine = *built;
   const RankFold& fold = g.choice().fold;
