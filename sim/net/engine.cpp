@@ -64,7 +64,7 @@ std::size_t Engine::memory_bytes() const { return std::max(built_bytes_, held_by
 std::size_t Engine::held_bytes() const {
   return capacity_bytes(capacity_, link_bytes_, carried_, kind_, duration_, ready_, finish_, flow_of_, preds_left_,
                         deps_, succ_begin_, succ_, hops_, paths_, bytes_, task_of_, active_paths_, active_,
-                        remaining_, rate_, watched_, watched_load_, samples_) +
+                        remaining_, rate_, watched_, watched_load_, samples_, weight_) +
          solver_.memory_bytes();
 }
 
