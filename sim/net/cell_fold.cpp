@@ -56,7 +56,7 @@ std::optional<FoldChoice> cell_choice(const Topology& topo, Router& router, int 
     rank_colour[r] = colour_of.try_emplace(group_sizes[r], colour_of.size()).first->second;
   FlowCells cells = equitable_cells(topo, ranks, all, rank_colour, relax ? fabric_trunks(topo) : std::vector<char>{},
                                     flow_colour);
-  if (cells.ranks.count() == ranks) return std::nullopt;
+  if (cells.ranks.count() == ranks && cells.flows.count() == static_cast<int>(all.flows.size())) return std::nullopt;
   fold->links = quotient_links(topo, cells, all);
   fold->cells = std::move(cells);
   const FlowCells& c = fold->cells;
@@ -81,7 +81,9 @@ std::optional<FoldChoice> cell_choice(const Topology& topo, Router& router, int 
                 "no translation (" + why + "); equitable cells instead: " + std::to_string(c.ranks.count()) + " rank, " +
                     std::to_string(c.flows.count()) + " flow and " + std::to_string(c.links.count()) +
                     " link cells, refined in " + std::to_string(c.rounds) + " rounds" +
-                    (q.relaxed_link.empty() ? "" : "; fabric trunks left out of the cells, below capacity at every solve"),
+                    (!relax ? " (with the fabric trunks in the cells: left out, one would have bound)"
+                     : q.relaxed_link.empty() ? ""
+                                              : "; fabric trunks left out of the cells, below capacity at every solve"),
                 c.ranks.count(), f.link_classes(), even ? static_cast<int>(c.ranks.members[0]) : 0};
   f.cells = std::move(fold);
   return choice;

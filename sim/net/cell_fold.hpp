@@ -39,7 +39,8 @@ struct CellFold {
 };
 
 // The cells of a step's `traffic` over `ranks` ranks of `topo`, with the fabric trunks left out
-// when `relax`; empty where they merge no rank. The fold it returns runs the step on them.
+// when `relax` (without: the retry where one of them bound, which its `why` says); empty where they merge neither ranks nor flows. The fold it returns runs the step
+// (or a collective) on them.
 std::optional<FoldChoice> cell_choice(const Topology& topo, Router& router, int ranks,
                                       std::span<const TrafficGroups> traffic, bool relax, const std::string& why);
 

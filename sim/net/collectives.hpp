@@ -113,14 +113,6 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
 // the traffic equitable cells are refined on (flow_cells.hpp), each flow's bytes as a fresh build's.
 CallTraffic call_traffic(const Topology& topo, Router& router, CollectiveOp op, GroupSet& set);
 
-// One call of `op` on every group at once on the quotient of `cells` (refined on `traffic`, the
-// call's every flow): a task per rank cell, a flow per flow cell standing for all its members, on
-// an engine whose links are `links`. A flow cell's path on a relaxed link carries its members' load
-// there in all. Counts as the whole cluster's (Engine::weigh).
-GroupCalls add_collectives_on_cells(Engine& engine, const Topology& topo, const FlowCells& cells,
-                                    const QuotientLinks& links, const CallTraffic& traffic, CollectiveOp op,
-                                    const GroupSet& set, double size_bytes);
-
 // A rank's launch and per-peer overheads for one call of `op` on a group of n ranks: a delay
 // before its flows, holding no bandwidth.
 double call_overhead_s(const Topology& topo, CollectiveOp op, int n);

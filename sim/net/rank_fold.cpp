@@ -2,6 +2,8 @@
 // quotient's capacities, bytes and counts carried back to the whole cluster (rank_fold.hpp).
 #include "rank_fold.hpp"
 
+#include "cell_fold.hpp"
+
 namespace basp {
 
 std::optional<EngineMode> parse_engine_mode(std::string_view name) {
@@ -69,6 +71,12 @@ std::vector<double> RankFold::quotient_capacities(const std::vector<double>& cap
     out[c] = cells ? capacity_Bps[class_link[c]] * engine_link_members[c]
                    : capacity_Bps[class_link[c]] / link_load[class_link[c]];
   return out;
+}
+
+Engine RankFold::quotient_engine(const std::vector<double>& capacity_Bps) const {
+  Engine engine(quotient_capacities(capacity_Bps));
+  if (cells && !cells->links.never_binding.empty()) engine.never_binding(cells->links.never_binding);
+  return engine;
 }
 
 PerLinkClass<double> RankFold::bytes_by_class(const Topology& topo, const std::vector<double>& per_class) const {

@@ -79,6 +79,8 @@ struct RankFold {
   std::vector<double> expand_links(const std::vector<double>& per_class) const;
   // The capacities the quotient's engine runs on, by class, from the topology's by link id.
   std::vector<double> quotient_capacities(const std::vector<double>& capacity_Bps) const;
+  // The quotient's engine on those capacities, with a fold of cells' trunks marked never binding.
+  Engine quotient_engine(const std::vector<double>& capacity_Bps) const;
   // Counts of the quotient's run as the whole cluster's: flows, events and refills times members
   // (batches and solves are shared by a class, so they stay).
   RunStats expand_stats(RunStats quotient) const;

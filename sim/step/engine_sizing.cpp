@@ -2,7 +2,6 @@
 // the room reserved by it, and the machine's budget that refusals and the planner go by.
 #include "engine_sizing.hpp"
 
-#include "cell_fold.hpp"
 #include "input_error.hpp"
 #include "step_costs.hpp"
 #include "units.hpp"
@@ -47,9 +46,7 @@ EngineEstimate engine_estimate(const JobRun& run, const StrategyGraph& g, int la
 Engine sized_engine(const JobRun& run, const StrategyGraph& g, int layers) {
   std::vector<double> capacities = link_capacities(g.net.topo);
   for (int l : run.slow_links) capacities[l] /= run.config.stragglers.slow_link_factor;
-  Engine engine(g.choice().fold.quotient_capacities(capacities));
-  if (g.cells && !g.cells->fold.cells->links.never_binding.empty())
-    engine.never_binding(g.cells->fold.cells->links.never_binding);
+  Engine engine = g.choice().fold.quotient_engine(capacities);
   // Room for the estimated graph up front: grown by doubling, the arrays were copied into fresh
   // pages whose zeroing by the kernel took a third of a 16,384-GPU step's wall (bench/README.md).
   // Dependencies: 4 per flow (both sides' calls), 2 per other task. Not the hops: a call's

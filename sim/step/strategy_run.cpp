@@ -153,7 +153,6 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
     stats = engine.run();
     if (engine.unbinding_held()) break;
     g.cells = cell_choice(net, router, ranks, step_traffic(g.layout, g.groups), false, g.net.choice.use.why);
-    if (g.cells) g.cells->use.why += " (with the fabric trunks in the cells: left out, one would have bound)";
     if (run.config.engine == EngineMode::classes && !g.cells)
       throw InputError("", 0, "--engine", "classes: this scenario has no exact symmetry and no cells that merge "
                                           "ranks (" + g.net.choice.use.why + "); use --engine full or auto");
