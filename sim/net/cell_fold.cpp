@@ -66,16 +66,10 @@ std::optional<FoldChoice> cell_choice(const Topology& topo, Router& router, int 
   RankFold& f = choice.fold;
   f.ranks = f.period = ranks;
   f.gpus_per_node = topo.gpus_per_node;
-  f.rank_cell = c.ranks.of;
-  f.cell_rank = c.ranks.representative;
-  f.cell_members = c.ranks.members;
+  f.rank_cells = &c.ranks;
   f.link_class = q.engine_link;
   f.class_link = c.links.representative;
-  f.engine_link_members = c.links.members;
-  for (int l : q.relaxed_link) {
-    f.class_link.push_back(l);
-    f.engine_link_members.push_back(1);
-  }
+  f.class_link.insert(f.class_link.end(), q.relaxed_link.begin(), q.relaxed_link.end());
   const bool even = std::ranges::all_of(c.ranks.members, [&](std::uint32_t m) { return m == c.ranks.members[0]; });
   choice.use = {"classes",
                 "no translation (" + why + "); equitable cells instead: " + std::to_string(c.ranks.count()) + " rank, " +

@@ -313,7 +313,7 @@ GroupCalls add_cell_collectives(Engine& engine, const Topology& topo, const Rank
     engine.weigh(out.done[c], fold.class_members(c));
   }
   for (int c = 0; c < classes; ++c) {
-    const int n = static_cast<int>(set.groups()[set.group_of(fold.cell_rank[c])].size());
+    const int n = static_cast<int>(set.groups()[set.group_of(fold.rank_cells->representative[c])].size());
     out.call[c] = engine.add_delay(call_overhead_s(topo, op, n));
     engine.weigh(out.call[c], fold.class_members(c));
     if (!entry.empty()) engine.depends(out.call[c], entry[c]);

@@ -22,8 +22,15 @@ std::string_view to_string(EngineMode mode) {
   return "?";
 }
 
+namespace {
+// The topology links an engine link of a fold of cells stands for: its cell's, or a relaxed link alone.
+double engine_link_members(const CellFold& f, int engine_link) {
+  return engine_link < f.cells.links.count() ? f.cells.links.members[engine_link] : 1.0;
+}
+}  // namespace
+
 double RankFold::member_load_factor(int engine_link) const {
-  if (cells) return 1.0 / engine_link_members[engine_link];
+  if (cells) return 1.0 / engine_link_members(*cells, engine_link);
   return link_load.empty() ? 1.0 : link_load[topology_link(engine_link)];
 }
 
@@ -57,7 +64,7 @@ std::vector<double> RankFold::expand_links(const std::vector<double>& per_class)
   if (link_class.empty()) return per_class;
   std::vector<double> out(link_class.size());
   if (cells) {
-    for (std::size_t l = 0; l < out.size(); ++l) out[l] = per_class[link_class[l]] / engine_link_members[link_class[l]];
+    for (std::size_t l = 0; l < out.size(); ++l) out[l] = per_class[link_class[l]] / engine_link_members(*cells, link_class[l]);
     return out;
   }
   for (std::size_t l = 0; l < out.size(); ++l) out[l] = per_class[link_class[l]] * link_load[l];
@@ -68,7 +75,7 @@ std::vector<double> RankFold::quotient_capacities(const std::vector<double>& cap
   if (link_class.empty()) return capacity_Bps;
   std::vector<double> out(class_link.size());
   for (std::size_t c = 0; c < out.size(); ++c)
-    out[c] = cells ? capacity_Bps[class_link[c]] * engine_link_members[c]
+    out[c] = cells ? capacity_Bps[class_link[c]] * engine_link_members(*cells, static_cast<int>(c))
                    : capacity_Bps[class_link[c]] / link_load[class_link[c]];
   return out;
 }

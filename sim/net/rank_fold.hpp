@@ -11,6 +11,7 @@
 #pragma once
 
 #include "engine.hpp"
+#include "flow_cells.hpp"
 #include "hop.hpp"
 #include "nccl_rings.hpp"
 #include "topology.hpp"
@@ -46,26 +47,22 @@ struct RankFold {
   std::vector<int> class_link;  // class -> its representative, the smallest link id of the class
   std::vector<std::uint32_t> link_load;  // link id -> translates of a representative hop it carries
 
-  // With cells: the step's cells and traffic, each rank's cell and each cell's first rank and size,
-  // and each engine link's members (link_class and class_link then map links to engine links:
-  // a cell's, or a relaxed link's own). period is then the job's ranks and link_load empty.
+  // With cells: the step's cells and traffic, and its rank cells (within `cells`); link_class and
+  // class_link then map links to engine links (a cell's, or a relaxed link's own), period is the
+  // job's ranks and link_load empty.
   std::shared_ptr<const CellFold> cells;
-  std::vector<int> rank_cell, cell_rank;
-  std::vector<std::uint32_t> cell_members;
-  std::vector<std::uint32_t> engine_link_members;
+  const Cells* rank_cells = nullptr;
 
   static RankFold identity(int ranks);
   bool folded() const { return cells != nullptr || period < ranks; }
   int link_classes() const { return static_cast<int>(class_link.size()); }
-  int classes() const { return cells ? static_cast<int>(cell_rank.size()) : period; }
-  int rank_class(int rank) const { return cells ? rank_cell[rank] : rank % period; }
-  bool represents(int rank) const { return cells ? cell_rank[rank_cell[rank]] == rank : rank < period; }
+  int classes() const { return cells ? rank_cells->count() : period; }
+  int rank_class(int rank) const { return cells ? rank_cells->of[rank] : rank % period; }
+  bool represents(int rank) const { return cells ? rank_cells->representative[rank_class(rank)] == rank : rank < period; }
   // Per class; with cells (whose sizes differ: class_members) the average, for estimates: the
   // quotient's size then chooses the layers simulated and the memory it is sized for.
-  std::uint32_t members() const {
-    return static_cast<std::uint32_t>(cells ? std::max<std::size_t>(1, ranks / cell_rank.size()) : ranks / period);
-  }
-  std::uint32_t class_members(int c) const { return cells ? cell_members[c] : members(); }
+  std::uint32_t members() const { return static_cast<std::uint32_t>(std::max(1, ranks / classes())); }
+  std::uint32_t class_members(int c) const { return cells ? rank_cells->members[c] : members(); }
   // What one member link's load is of its engine link's (traces): 1/members with cells, else the
   // translates a representative hop stands for.
   double member_load_factor(int engine_link) const;

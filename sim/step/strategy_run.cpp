@@ -57,7 +57,9 @@ void set_figures(StrategyResult& res, const JobRun& run, const StrategyGraph& g,
                  const StepTasks& tasks, std::optional<double> accumulating_s) {
   const Topology& net = g.net.topo;
   const RankFold& fold = g.choice().fold;
-  const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated, fold.cell_members);
+  const StepTimes times = step_times(engine, tasks, run.model.layers, res.layers_simulated,
+                                      fold.cells ? std::span<const std::uint32_t>(fold.rank_cells->members)
+                                                 : std::span<const std::uint32_t>());
   res.step_s = times.step_s;
   res.accumulation_step_s = accumulating_s.value_or(times.gradients_s);
   const double micro_steps = run.config.accumulation;
