@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "input_error.hpp"
 #include "options.hpp"
+#include "outages.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -81,6 +82,8 @@ nlohmann::ordered_json row_json(const CollectiveArgs& a, const Topology& topo, c
   return {{"op", a.op},
           {"topology", topo.name},
           {"calibration", topo.calibration},
+          {"excluded_nodes", topo.excluded_nodes},
+          {"down_links", down_cable_names(topo)},
           {"ranks", r.ranks},
           {"groups", r.groups},
           {"group_size", r.group_size},
@@ -157,6 +160,8 @@ int run_collective(const CollectiveArgs& a) {
   std::printf("# basp collective: %s on %s (%d GPUs: %d nodes x %d, GPU %s), %s placement\n", a.op.c_str(),
               topo.name.c_str(), gpus, nodes, topo.gpus_per_node,
               topo.gpu_kind.c_str(), a.placement.c_str());
+  if (const std::string out = describe_outages(topo); !out.empty())
+    std::printf("# outages: %s; ranks run on the other nodes in order\n", out.c_str());
   std::printf("# calibration %s (link capacities below are effective ones)\n", cal.name.c_str());
   std::printf("# routing: ecmp %s, cross-rail %s; software: launch %s, per peer %s, local copy %.0f GB/s\n",
               topo.routing.ecmp == EcmpMode::split ? "split" : "hash",
@@ -196,6 +201,7 @@ void add_collective_command(CLI::App& app, Chosen& chosen) {
   auto a = std::make_shared<CollectiveArgs>();
   CLI::App* sub = app.add_subcommand("collective", "Simulate one collective on B concurrent groups (nccl-tests style)");
   a->topo.add_to(*sub, "paper-a100-2x4");
+  a->topo.add_outages_to(*sub);
   sub->add_option("--calibration", a->calibration,
                   "Calibration name or file (default: the topology's own; 'none': nominal link rates and overheads)");
   a->format.add_to(*sub);

@@ -4,6 +4,7 @@
 #include "input_ranges.hpp"
 #include "input_error.hpp"
 #include "options.hpp"
+#include "outages.hpp"
 #include "plan.hpp"
 #include "simulate_options.hpp"
 #include "svg_chart.hpp"
@@ -57,6 +58,8 @@ std::vector<std::string> simulate_args(const PlanArgs& a, const PlanReport& r, c
   if (o.spines) args.insert(args.end(), {"--spines", std::to_string(*o.spines)});
   if (!a.topo.ecmp.empty()) args.insert(args.end(), {"--ecmp", a.topo.ecmp});
   if (!a.topo.cross_rail.empty()) args.insert(args.end(), {"--cross-rail", a.topo.cross_rail});
+  if (!o.outages.exclude_nodes.empty()) args.insert(args.end(), {"--exclude-nodes", o.outages.exclude_nodes});
+  if (!o.outages.down_links.empty()) args.insert(args.end(), {"--down-links", o.outages.down_links});
   args.insert(args.end(), {"--model", a.model, "--seq", std::to_string(c.seq), "--gpus", std::to_string(r.gpus),
                            "--calibration", r.setup.report.config.calibration, "--strategy",
                            std::string(to_string(p.strategy)), "--sp", std::to_string(c.sp), "--batch",
@@ -212,6 +215,7 @@ void print_plan_json(const PlanArgs& a, const PlanQuestion& q, const PlanReport&
   const StepReport& rep = r.setup.report;
   nlohmann::ordered_json j;
   j["config"] = {{"topology", rep.topology().name}, {"gpus", r.gpus}, {"nodes", rep.nodes()},
+                 {"excluded_nodes", rep.topology().excluded_nodes}, {"down_links", down_cable_names(rep.topology())},
                  {"gpu", rep.gpu_kind}, {"model", rep.model.name}, {"seq", q.job.seq},
                  {"global_batch", q.global_batch}, {"memory_limit_bytes", r.memory_limit_bytes},
                  {"calibration", rep.config.calibration}, {"strategies", a.strategies},
@@ -270,6 +274,8 @@ void print_table_head(const PlanQuestion& q, const PlanReport& r) {
   std::printf("# on %s: %d GPUs (%d nodes x %d %s), memory limit %s per GPU, calibration %s\n",
               rep.topology().name.c_str(), r.gpus, rep.nodes(), rep.topology().gpus_per_node, rep.gpu_kind.c_str(),
               format_bytes(r.memory_limit_bytes).c_str(), rep.config.calibration.c_str());
+  if (const std::string out = describe_outages(rep.topology()); !out.empty())
+    std::printf("# outages: %s; ranks run on the other nodes in order\n", out.c_str());
   std::printf("# %d layouts: %zu simulated, %d not (", r.enumerated, r.plans.size(), pruned);
   bool first = true;
   for (const auto& [why, n] : r.pruned) {
@@ -363,6 +369,7 @@ void add_plan_command(CLI::App& app, Chosen& chosen) {
   CLI::App* sub = app.add_subcommand(
       "plan", "Search every sequence-parallel layout of a job for the fastest that fits (time per global batch)");
   a->topo.add_to(*sub, "dgx-h100");
+  a->topo.add_outages_to(*sub);
   a->format.add_to(*sub);
   sub->add_option("--model,-m", a->model, "Shipped model name (models/NAME.yaml) or a YAML file")->capture_default_str();
   sub->add_option("--seq", a->seq, "Tokens per sequence (16384, 16K, 128K)")->capture_default_str();

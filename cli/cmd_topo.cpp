@@ -25,7 +25,7 @@ struct TopoArgs {
 int run_topo(const TopoArgs& a) {
   TopologyFile file = a.topo.read();
   // Only the explicit and Graphviz forms need every vertex; the summary builds parts of templates.
-  if (a.explicit_form || !a.dot_file.empty()) file = TopologyFile{std::nullopt, build_topology(std::move(file))};
+  if (a.explicit_form || !a.dot_file.empty()) file = TopologyFile{std::nullopt, build_topology(std::move(file)), {}};
   if (a.explicit_form) {
     write_explicit_topology(file.explicit_topology, std::cout);
     return 0;

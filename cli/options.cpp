@@ -27,6 +27,15 @@ void TopologyOptions::add_to(CLI::App& app, const std::string& default_topology)
       ->check(CLI::IsMember({"pxn", "spine"}));
 }
 
+void TopologyOptions::add_outages_to(CLI::App& app) {
+  app.add_option("--exclude-nodes", overrides.outages.exclude_nodes,
+                 "Nodes the job leaves out: numbers and ranges (3,17,40-47) or COUNT:SEED drawn (41:1, 2%:1); "
+                 "ranks run on the other nodes in order");
+  app.add_option("--down-links", overrides.outages.down_links,
+                 "Fabric cables taken down, routes avoiding them: A--B by their ends as `basp topo --explicit` "
+                 "names them (comma-separated), or COUNT:SEED switch-to-switch cables drawn (4:1, 1%:7)");
+}
+
 TopologyOverrides TopologyOptions::resolved_overrides() const {
   TopologyOverrides o = overrides;
   if (!ecmp.empty()) o.ecmp = ecmp == "split" ? EcmpMode::split : EcmpMode::hash;

@@ -17,6 +17,7 @@ struct TopologyOptions {
   TopologyOverrides overrides;
   std::string ecmp, cross_rail;
   void add_to(CLI::App& app, const std::string& default_topology);
+  void add_outages_to(CLI::App& app);  // --exclude-nodes, --down-links (simulate, sweep, collective, plan)
   Topology load() const;
   TopologyFile read() const;  // the file as read: templates are not built yet
   TopologyOverrides resolved_overrides() const;  // overrides with --ecmp and --cross-rail applied

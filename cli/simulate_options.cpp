@@ -5,6 +5,7 @@
 #include "engine_sizing.hpp"
 #include "input_error.hpp"
 #include "input_ranges.hpp"
+#include "outages.hpp"
 #include "units.hpp"
 
 #include <cmath>
@@ -47,6 +48,7 @@ void ZeroOptions::apply(StepConfig& c) const {
 
 void add_simulate_options(CLI::App& app, SimulateArgs& a) {
   a.topo.add_to(app, "paper-a100-2x4");
+  a.topo.add_outages_to(app);
   app.add_option("--model,-m", a.model, "Shipped model name (models/NAME.yaml) or a YAML file")->capture_default_str();
   app.add_option("--seq", a.seq, "Tokens per sequence (16384, 16K, 128K)")->capture_default_str();
   app.add_option("--batch", a.batch, "Micro-batch: sequences per SP group (BASP's B)")
@@ -214,6 +216,8 @@ std::string describe_config(const StepReport& r) {
                 c.gpus / c.sp, c.zero, c.zero == 0 ? c.gpus : c.zero_group,
                 c.zero > 0 && c.zero_group != c.gpus ? " (replicated across groups)" : "", zero3,
                 c.checkpointing ? "full activation checkpointing" : "no activation checkpointing");
+  if (const std::string out = describe_outages(r.topology()); !out.empty())
+    return buf + ("# outages: " + out + "; ranks run on the other nodes in order\n");
   return buf;
 }
 

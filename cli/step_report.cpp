@@ -3,6 +3,7 @@
 #include "step_report.hpp"
 
 #include "simulate_options.hpp"
+#include "outages.hpp"
 #include "zero_plan.hpp"
 #include "units.hpp"
 
@@ -71,6 +72,8 @@ nlohmann::ordered_json config_json(const StepReport& r) {
                               {"topology_file", r.topology().source},
                               {"gpu", r.gpu_kind},
                               {"nodes", r.nodes()},
+                              {"excluded_nodes", r.topology().excluded_nodes},
+                              {"down_links", down_cable_names(r.topology())},
                               {"gpus_per_node", r.topology().gpus_per_node},
                               {"model", r.model.name},
                               {"model_file", r.model.source},

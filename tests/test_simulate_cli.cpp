@@ -261,3 +261,35 @@ TEST_CASE("sweep: an impossible combination is a row with its reason - a bad key
   const Run value = basp_cli("sweep --vary zero=7");
   CHECK(value.code == 2);
 }
+
+TEST_CASE("simulate, collective, plan: outages in the report and the JSON; bad outages exit 2") {
+  const std::string cluster = "--topology dgx-h100 --nodes 6 --nodes-per-leaf 4 --spines 2 ";
+  const Run text = basp_cli("simulate " + cluster + "--exclude-nodes 1,3 --down-links rail0.leaf0--spine1");
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("32 of 32 GPUs"));
+  CHECK_THAT(text.out, Catch::Contains("# outages: nodes 1, 3 excluded; 1 cable down: rail0.leaf0--spine1"));
+  CHECK_THAT(text.out, Catch::Contains("no translation (nodes are excluded); equitable cells instead"));
+  const Run json = basp_cli("simulate --json " + cluster + "--exclude-nodes 2:5", false);
+  REQUIRE(json.code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  CHECK(j.at("config").at("excluded_nodes") == nlohmann::json::array({4, 5}));
+  CHECK(j.at("config").at("down_links").empty());
+  CHECK(j.at("config").at("gpus") == 32);
+  const Run collective = basp_cli("collective --json " + cluster + "--op alltoall -b 1MiB -e 1MiB --down-links 2:1", false);
+  REQUIRE(collective.code == 0);
+  CHECK(nlohmann::json::parse(collective.out).at("down_links").size() == 2);
+  const Run plan = basp_cli("plan --json " + cluster + "--exclude-nodes 0 --model llama-3.2-1b --seq 8K --global-batch 10 "
+                            "--top 1", false);
+  REQUIRE(plan.code == 0);
+  const auto p = nlohmann::json::parse(plan.out);
+  CHECK(p.at("config").at("gpus") == 40);
+  const auto args = p.at("plans").at(0).at("simulate_args");
+  CHECK(std::find(args.begin(), args.end(), "--exclude-nodes") != args.end());
+  for (const char* bad : {"--exclude-nodes 6", "--exclude-nodes 0-5", "--exclude-nodes 0-2 --gpus 32",
+                          "--down-links n0.nic0--rail0.leaf0", "--down-links nowhere--spine0"}) {
+    INFO(bad);
+    const Run r = basp_cli("simulate " + cluster + bad);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::StartsWith("basp: error: field '--"));
+  }
+}

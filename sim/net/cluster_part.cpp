@@ -163,6 +163,13 @@ ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> a
   if (!file_.templ) {  // already built: adjusted once, not copied
     whole_ = std::move(file_.explicit_topology);
     if (adjust_) adjust_(*whole_);
+    apply_outages(*whole_, file_.outages);
+    return;
+  }
+  // Outages break the template's likeness of nodes: no skeleton, no parts; the whole is built at
+  // once, so that a bad outage is refused before anything runs.
+  if (!file_.outages.empty()) {
+    whole();
     return;
   }
   const TopologyTemplate& t = *file_.templ;
@@ -175,7 +182,8 @@ ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> a
 }
 
 int ClusterBuilds::gpus() const {
-  return file_.templ ? file_.templ->nodes * file_.templ->node.gpus : static_cast<int>(whole_->gpus.size());
+  return file_.templ && file_.outages.empty() ? file_.templ->nodes * file_.templ->node.gpus
+                                              : static_cast<int>(whole_->gpus.size());
 }
 
 int ClusterBuilds::nodes() const { return file_.templ ? file_.templ->nodes : whole_->nodes; }
@@ -185,6 +193,7 @@ const Topology& ClusterBuilds::whole() const {
   std::call_once(whole_once_, [&] {
     whole_ = build_topology(*file_.templ);
     if (adjust_) adjust_(*whole_);
+    apply_outages(*whole_, file_.outages);
   });
   return *whole_;
 }

@@ -51,8 +51,8 @@ class ClusterBuilds {
   ClusterBuilds(TopologyFile file, std::function<void(Topology&)> adjust = {});
   const TopologyFile& file() const { return file_; }  // an explicit topology is moved out: whole()
   const std::function<void(Topology&)>& adjust() const { return adjust_; }
-  int gpus() const;
-  int nodes() const;
+  int gpus() const;   // the GPUs ranks may run on: the excluded nodes' are not counted
+  int nodes() const;  // every node, excluded or not
   const Topology& whole() const;                      // built and adjusted once
   const Topology* skeleton() const { return skeleton_ ? &*skeleton_ : nullptr; }  // null: explicit
   // What describes the cluster without building it: for a template with a skeleton, node 0's

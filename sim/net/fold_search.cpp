@@ -442,6 +442,8 @@ FoldChoice choose_fold_on(EngineMode mode, const Topology& topo, int gpus, bool 
   std::string why;
   if (mode == EngineMode::full) {
     why = "--engine full";
+  } else if (!topo.excluded_nodes.empty() || !topo.down_links.empty()) {
+    why = !topo.excluded_nodes.empty() ? "nodes are excluded" : "cables are down";
   } else if (ranks != gpus) {
     why = "the job uses " + std::to_string(ranks) + " of the " + std::to_string(gpus) + " GPUs";
   } else if (topo.routing.ecmp == EcmpMode::hash) {

@@ -5,6 +5,7 @@
 #include "input_error.hpp"
 
 #include <deque>
+#include <functional>
 #include <map>
 
 namespace basp {
@@ -48,12 +49,7 @@ void add_duplex(Topology& topo, VertexId a, VertexId b, double capacity_Bps, dou
   add_link(topo, b, a, capacity_Bps, latency_s, cls);
 }
 
-namespace {
-
-// Vertices reachable from `start` over links in either direction, passing only through vertices
-// `may_transit` accepts (the start and the reached vertices themselves are always included).
-template <class Transit>
-std::vector<char> reachable(const Graph& g, VertexId start, Transit may_transit) {
+std::vector<char> reachable(const Graph& g, VertexId start, const std::function<bool(VertexId)>& may_transit) {
   std::vector<char> seen(boost::num_vertices(g), 0);
   std::deque<VertexId> todo{start};
   seen[start] = 1;
@@ -70,8 +66,6 @@ std::vector<char> reachable(const Graph& g, VertexId start, Transit may_transit)
   }
   return seen;
 }
-
-}  // namespace
 
 void finalize_topology(Topology& topo) {
   Graph& g = topo.graph;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <string_view>
@@ -81,6 +82,8 @@ struct Topology {
   Graph graph;
   std::vector<VertexId> gpus;  // rank r runs on gpus[r]; ranks are ordered node-major
   std::vector<int> cluster_ranks;  // a part of a template (NodeSubset): the cluster's rank of gpus[r]
+  std::vector<int> excluded_nodes;  // nodes no rank runs on (--exclude-nodes, outages.hpp), ascending
+  std::vector<int> down_links;      // links taken down (--down-links): off the graph, carrying nothing
   std::vector<Link> links;     // by link id
   int nodes = 0;
   int gpus_per_node = 0;
@@ -104,6 +107,10 @@ int add_link(Topology& topo, VertexId from, VertexId to, double capacity_Bps, do
 void add_duplex(Topology& topo, VertexId a, VertexId b, double capacity_Bps, double latency_s,
                 LinkClass cls);
 VertexId add_vertex(Topology& topo, Vertex v);
+
+// Vertices reachable from `start` over links in either direction, passing only through vertices
+// `may_transit` accepts (the start and the reached vertices themselves are always included).
+std::vector<char> reachable(const Graph& g, VertexId start, const std::function<bool(VertexId)>& may_transit);
 
 // Checks what every topology must satisfy (GPUs present, equal GPUs per node, positive capacities,
 // everything connected, scale-out GPUs have a NIC) and fills derived fields. Throws InputError.

@@ -230,11 +230,14 @@ TopologyFile read_topology_file(const std::string& name_or_path, const TopologyO
     if (o.cross_rail) t.routing.cross_rail = *o.cross_rail;
     result.templ = std::move(t);
   }
+  result.outages = o.outages;
   return result;
 }
 
 Topology build_topology(TopologyFile file) {
-  return file.templ ? build_topology(*file.templ) : std::move(file.explicit_topology);
+  Topology topo = file.templ ? build_topology(*file.templ) : std::move(file.explicit_topology);
+  apply_outages(topo, file.outages);
+  return topo;
 }
 
 Topology load_topology(const std::string& name_or_path, const TopologyOverrides& o,

@@ -2,6 +2,7 @@
 // (named vertices and links). Loading applies command-line overrides; writing gives the explicit form.
 #pragma once
 
+#include "outages.hpp"
 #include "topology.hpp"
 #include "topology_template.hpp"
 
@@ -21,6 +22,7 @@ struct TopologyOverrides {
   std::optional<int> spines;
   std::optional<EcmpMode> ecmp;
   std::optional<CrossRail> cross_rail;
+  OutageSpec outages;  // applied once the cluster is built (ClusterBuilds)
 };
 
 // A topology file as read, overrides applied: a template, not yet built (so that what needs only
@@ -28,13 +30,14 @@ struct TopologyOverrides {
 struct TopologyFile {
   std::optional<TopologyTemplate> templ;
   Topology explicit_topology;  // when templ is empty
+  OutageSpec outages;          // from the overrides: what the built cluster loses
 };
 
 // NAME resolves to topologies/NAME.yaml (resolve_data_file). The network needs only the GPU kind's
 // name; `gpu_kinds`, when given, lists the names the file may use (the step model's table).
 TopologyFile read_topology_file(const std::string& name_or_path, const TopologyOverrides& overrides = {},
                                 std::span<const std::string_view> gpu_kinds = {});
-// The whole topology: the template built, or the explicit one.
+// The whole topology: the template built, or the explicit one; outages applied.
 Topology build_topology(TopologyFile file);
 Topology load_topology(const std::string& name_or_path, const TopologyOverrides& overrides = {},
                        std::span<const std::string_view> gpu_kinds = {});

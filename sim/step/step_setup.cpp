@@ -12,6 +12,15 @@
 
 namespace basp {
 
+namespace {
+
+// What --gpus refusals add when nodes are excluded.
+std::string excluded_text(int excluded, int nodes) {
+  return excluded == 0 ? "" : " with " + std::to_string(excluded) + " of the " + std::to_string(nodes) + " nodes excluded";
+}
+
+}  // namespace
+
 StepSetup prepare_step(const StepConfig& in, const Calibration* given, bool check_job) {
   StepSetup setup;
   StepReport& rep = setup.report;
@@ -30,9 +39,11 @@ StepSetup prepare_step(const StepConfig& in, const Calibration* given, bool chec
   if (check_job) {
     const Topology& e = file.explicit_topology;
     const int per_node = file.templ ? file.templ->node.gpus : e.gpus_per_node;
+    const int nodes = file.templ ? file.templ->nodes : e.graph[e.gpus.back()].node + 1;
+    const int excluded = static_cast<int>(excluded_nodes(file.outages.exclude_nodes, nodes).size());
     StepConfig job = c;
-    resolve_job(job, file.templ ? file.templ->nodes * per_node : static_cast<int>(e.gpus.size()),
-                file.templ ? file.templ->name : e.name);
+    resolve_job(job, (file.templ ? file.templ->nodes * per_node : static_cast<int>(e.gpus.size())) - excluded * per_node,
+                file.templ ? file.templ->name : e.name, excluded_text(excluded, nodes));
     for (Strategy s : job.strategies) make_layout(job, rep.model, s, job.gpus, per_node);
   }
   rep.cluster = std::make_shared<const ClusterBuilds>(
@@ -43,14 +54,15 @@ StepSetup prepare_step(const StepConfig& in, const Calibration* given, bool chec
 }
 
 void resolve_job(StepConfig& c, const StepReport& cluster) {
-  resolve_job(c, cluster.gpus(), cluster.topology().name);
+  resolve_job(c, cluster.gpus(), cluster.topology().name,
+              excluded_text(static_cast<int>(cluster.topology().excluded_nodes.size()), cluster.nodes()));
 }
 
-void resolve_job(StepConfig& c, int available, const std::string& topology) {
+void resolve_job(StepConfig& c, int available, const std::string& topology, const std::string& outages) {
   if (c.gpus == 0) c.gpus = available;
   if (c.gpus < 1 || c.gpus > available)
     throw InputError("", 0, "--gpus", std::to_string(c.gpus) + " GPUs asked for; " + topology + " has " +
-                                          std::to_string(available) + " (use --nodes to grow a template topology)");
+                                          std::to_string(available) + outages + " (use --nodes to grow a template topology)");
   if (c.sp == 0) {  // every GPU, or dp's only degree when dp is all that is asked for
     const bool dp_only = !c.strategies.empty() && std::all_of(c.strategies.begin(), c.strategies.end(),
                                                               [](Strategy s) { return s == Strategy::dp; });

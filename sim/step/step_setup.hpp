@@ -25,6 +25,7 @@ StepSetup prepare_step(const StepConfig& config, const Calibration* calibration 
 // The job's sizes resolved (GPUs, SP degree, ZeRO group; 0: their defaults) and checked against
 // the topology: what every strategy of `config` shares. Throws InputError (exit 2).
 void resolve_job(StepConfig& config, const StepReport& cluster);
-void resolve_job(StepConfig& config, int available_gpus, const std::string& topology);
+void resolve_job(StepConfig& config, int available_gpus, const std::string& topology,
+                 const std::string& outages = "");  // outages: said after the GPU count in refusals
 
 }  // namespace basp

@@ -2,8 +2,6 @@
 // only on (seed, what it is for), so results do not depend on build or thread order.
 #include "stragglers.hpp"
 
-#include "splitmix64.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -11,32 +9,12 @@
 namespace basp {
 namespace {
 
-std::uint64_t hash(std::uint64_t seed, std::uint64_t salt, std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0) {
-  return splitmix64(splitmix64(splitmix64(splitmix64(seed ^ salt) ^ a) ^ b) ^ c);
-}
-
 // Uniform in [0, 1): the top 53 bits.
 double unit(std::uint64_t h) { return double(h >> 11) * 0x1.0p-53; }
 
 constexpr std::uint64_t salt_gpus = 1, salt_links = 2, salt_jitter = 3;
 
 }  // namespace
-
-int fraction_count(double fraction, int total) {
-  if (fraction <= 0.0 || total <= 0) return 0;
-  return std::clamp(static_cast<int>(std::llround(fraction * total)), 1, total);
-}
-
-std::vector<int> seeded_choice(int total, int count, std::uint64_t seed, std::uint64_t salt) {
-  std::vector<std::pair<std::uint64_t, int>> keyed(total);
-  for (int i = 0; i < total; ++i) keyed[i] = {hash(seed, salt, std::uint64_t(i)), i};
-  count = std::clamp(count, 0, total);
-  std::partial_sort(keyed.begin(), keyed.begin() + count, keyed.end());
-  std::vector<int> out;
-  for (int k = 0; k < count; ++k) out.push_back(keyed[k].second);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 ComputeSpeed::ComputeSpeed(const Stragglers& s, int ranks)
     : jitter_(s.compute_jitter), seed_(s.seed), base_(ranks, 1.0),
@@ -47,7 +25,7 @@ ComputeSpeed::ComputeSpeed(const Stragglers& s, int ranks)
 double ComputeSpeed::factor(int rank, int layer, int pass) const {
   double f = base_[rank];
   if (jitter_ > 0.0)
-    f *= 1.0 + jitter_ * (2.0 * unit(hash(seed_, salt_jitter, std::uint64_t(rank), std::uint64_t(layer + 1),
+    f *= 1.0 + jitter_ * (2.0 * unit(seeded_hash(seed_, salt_jitter, std::uint64_t(rank), std::uint64_t(layer + 1),
                                           std::uint64_t(pass))) - 1.0);
   return f;
 }

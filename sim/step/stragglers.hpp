@@ -2,6 +2,7 @@
 // GPU's compute, and network links that carry less. Ranks then differ, so the full engine runs.
 #pragma once
 
+#include "seeded_choice.hpp"
 #include "topology.hpp"
 
 #include <cstdint>
@@ -22,12 +23,6 @@ struct Stragglers {
 
   bool any() const { return compute_jitter > 0.0 || slow_gpu_fraction > 0.0 || slow_link_fraction > 0.0; }
 };
-
-// The `count` of `0..total-1` with the smallest hashes of (seed, salt, index), ascending: a
-// choice that depends on nothing but the seed (not on the order anything is asked in).
-std::vector<int> seeded_choice(int total, int count, std::uint64_t seed, std::uint64_t salt);
-// How many of `total` a fraction picks: rounded, at least one when the fraction is above 0.
-int fraction_count(double fraction, int total);
 
 // Per rank, the factor its compute task takes in `layer` (-1: embedding, head, optimizer) and `pass`.
 class ComputeSpeed {

@@ -111,7 +111,7 @@ StrategyGraph strategy_graph(const JobRun& run, Strategy strategy, bool zero_cal
   }
   const EngineMode mode = run.speed ? EngineMode::full : run.config.engine;  // ranks differ
   const RunCache::Network net = run.cache.network(mode, run.cluster, ranks, step_traffic(layout, groups), run.parts);
-  return {std::move(layout), costs, std::move(groups), net};
+  return {std::move(layout), costs, std::move(groups), net, std::nullopt};
 }
 
 StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* trace, int run_index) {

@@ -226,3 +226,18 @@ TEST_CASE("cells: auto keeps the full engine for one call, classes demanded runs
   CHECK(check_cells(uneven, a2a, &why));
   CHECK_THAT(why, Catch::Contains("no shift of whole nodes") && Catch::Contains("equitable cells instead: 2 rank,"));
 }
+
+TEST_CASE("cells equal the full engine with nodes excluded and cables down: every op, per-link bytes") {
+  // Link bytes compared link by link, down links (carrying nothing) included.
+  for (const auto& [excluded, down] : {std::pair<std::string, std::string>{"1,4", ""}, {"", "rail3.leaf0--spine1"},
+                                        {"2:9", "3:4"}}) {
+    INFO("excluded '" << excluded << "', down '" << down << "'");
+    TopologyOverrides o{.nodes = 6, .nodes_per_leaf = 4, .spines = 2};
+    o.outages = {excluded, down};
+    const Topology t = load_topology("dgx-h100", o);
+    check_matrix(t, 0, 0.3);
+  }
+  TopologyOverrides tiers{.nodes = 9, .nodes_per_leaf = 2, .spines = 2};
+  tiers.outages = {"0,5", "2:3"};
+  check_matrix(load_topology("dgx-h100-3tier", tiers), 0, 0.3);
+}
