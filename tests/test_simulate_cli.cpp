@@ -262,7 +262,7 @@ TEST_CASE("sweep: an impossible combination is a row with its reason - a bad key
   CHECK(value.code == 2);
 }
 
-TEST_CASE("simulate, collective, plan: outages in the report and the JSON; bad outages exit 2") {
+TEST_CASE("simulate, collective, plan: outages in the report and the JSON, bad outages exiting 2") {
   const std::string cluster = "--topology dgx-h100 --nodes 6 --nodes-per-leaf 4 --spines 2 ";
   const Run text = basp_cli("simulate " + cluster + "--exclude-nodes 1,3 --down-links rail0.leaf0--spine1");
   REQUIRE(text.code == 0);

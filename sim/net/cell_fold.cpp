@@ -21,6 +21,20 @@ std::vector<CollectiveOp> ops_of(GroupTraffic traffic) {
 
 }  // namespace
 
+std::size_t CellFold::bytes() const {
+  auto of = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  std::size_t b = sizeof(CellFold);
+  for (const Pattern& p : patterns) {
+    for (const auto& g : p.groups) b += of(g);
+    for (const auto& call : p.calls)
+      if (call) b += of(call->flows) + of(call->hops);
+  }
+  for (const Cells* c : {&cells.ranks, &cells.flows, &cells.links})
+    b += of(c->of) + of(c->representative) + of(c->members);
+  return b + of(cells.relaxed) + of(links.engine_link) + of(links.capacity_Bps) + of(links.never_binding) +
+         of(links.relaxed_link);
+}
+
 const CellFold::Pattern* CellFold::find(const std::vector<std::vector<int>>& groups, GroupTraffic traffic) const {
   for (const Pattern& p : patterns)
     if (p.traffic == traffic && p.groups == groups) return &p;

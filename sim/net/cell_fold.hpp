@@ -36,6 +36,7 @@ struct CellFold {
 
   // The pattern of these groups and kind of call, or null.
   const Pattern* find(const std::vector<std::vector<int>>& groups, GroupTraffic traffic) const;
+  std::size_t bytes() const;  // host memory held, roughly (caches keep folds by size)
 };
 
 // The cells of a step's `traffic` over `ranks` ranks of `topo`, with the fabric trunks left out

@@ -68,7 +68,7 @@ namespace {
 // the full engine ran by request (where auto found none, the reason why instead), a smaller layer
 // window where more than the smallest (5) is built.
 std::string memory_advice(const JobRun& run, const StrategyGraph& g) {
-  const RankFold& fold = g.net.choice.fold;
+  const RankFold& fold = g.choice().fold;
   std::string advice = "use fewer --nodes or --gpus";
   if (!fold.folded()) {
     if (run.speed)
@@ -87,10 +87,12 @@ std::string memory_advice(const JobRun& run, const StrategyGraph& g) {
 }  // namespace
 
 void check_host_memory(const JobRun& run, Strategy strategy, double budget_bytes) {
-  const StrategyGraph g = strategy_graph(run, strategy);
+  StrategyGraph g = strategy_graph(run, strategy);
+  // The engine the run will build: on cells where no translation exists (the run finds them kept).
+  if (may_use_cells(run, g)) use_cells(run, g, true);
   const EngineEstimate e = engine_estimate(run, g);
   if (e.bytes <= budget_bytes) return;
-  const RankFold& fold = g.net.choice.fold;
+  const RankFold& fold = g.choice().fold;
   char flows[32];
   std::snprintf(flows, sizeof flows, "%.3g", e.flows);
   const std::string engine = fold.folded() ? "the class engine (" + std::to_string(fold.classes()) + " classes of " +

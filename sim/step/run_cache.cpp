@@ -2,6 +2,8 @@
 // traffic pattern (most recent first), call periods, and a router per topology routed on.
 #include "run_cache.hpp"
 
+#include "cell_fold.hpp"
+
 #include <algorithm>
 #include <iterator>
 #include <optional>
@@ -56,7 +58,7 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
     whole_lines_ = std::make_shared<TransferLineStore>();
     cluster_ = &cluster;
   }
-  auto found = [&](Pattern& p) { return Network{p.part ? *p.part : cluster.whole(), p.choice, *p.bounds}; };
+  auto found = [&](Pattern& p) { return Network{p.part ? *p.part : cluster.whole(), p.choice, *p.bounds, *p.cells}; };
   auto same = [&](const Pattern& p) {
     if (p.mode != mode || p.ranks != ranks || p.parts != parts || p.traffic.size() != traffic.size()) return false;
     for (std::size_t t = 0; t < traffic.size(); ++t)
@@ -74,7 +76,7 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
     if (lines->bytes() > kept_bytes) lines = std::make_shared<TransferLineStore>();
     return std::make_unique<CallBounds>(lines);
   };
-  Pattern p{mode, ranks, parts, {}, nullptr, {}, nullptr};
+  Pattern p{mode, ranks, parts, {}, nullptr, {}, nullptr, std::make_unique<Cells>()};
   std::optional<PartPlan> plan;
   if (parts && mode != EngineMode::full && cluster.skeleton() && ranks == cluster.gpus())
     plan = plan_part(mode, *cluster.file().templ, *cluster.skeleton(), ranks, traffic, &skeleton_moves);
@@ -137,9 +139,14 @@ std::size_t RunCache::Pattern::bytes() const {
   std::size_t b = sizeof(Pattern) + bounds->bytes();
   for (const auto& [kind, groups] : traffic)
     for (const auto& g : groups) b += sizeof(g) + g.size() * sizeof(int);
-  const RankFold& f = choice.fold;
-  return b + f.link_class.size() * sizeof(int) + f.class_link.size() * sizeof(int) +
-         f.link_load.size() * sizeof(std::uint32_t);
+  auto fold_bytes = [](const RankFold& f) {
+    return f.link_class.size() * sizeof(int) + f.class_link.size() * sizeof(int) +
+           f.link_load.size() * sizeof(std::uint32_t) + (f.cells ? f.cells->bytes() : 0);
+  };
+  b += fold_bytes(choice.fold);
+  for (const std::optional<FoldChoice>& c : cells->found)
+    if (c) b += fold_bytes(c->fold);
+  return b;
 }
 
 }  // namespace basp

@@ -89,6 +89,22 @@ void set_figures(StrategyResult& res, const JobRun& run, const StrategyGraph& g,
 
 bool use_parts(const StepReport& rep, const StepConfig& c) { return rep.gpus() >= c.parts_from_gpus; }
 
+bool may_use_cells(const JobRun& run, const StrategyGraph& g) {
+  return !g.net.choice.fold.folded() && run.config.engine != EngineMode::full && !run.speed &&
+         g.net.topo.cluster_ranks.empty() && run.config.gpus > 1;
+}
+
+void use_cells(const JobRun& run, StrategyGraph& g, bool relax) {
+  RunCache::Cells& kept = g.net.cells;
+  const int i = relax ? 0 : 1;
+  if (!kept.tried[i]) {
+    kept.found[i] = cell_choice(g.net.topo, run.cache.router(g.net.topo), run.config.gpus,
+                                step_traffic(g.layout, g.groups), relax, g.net.choice.use.why);
+    kept.tried[i] = true;
+  }
+  g.cells = kept.found[i] ? &*kept.found[i] : nullptr;
+}
+
 int layers_to_simulate(const JobRun& run, const Layout& layout, const RankFold& fold) {
   const int layers = run.model.layers;
   if (run.config.layers_simulated > 0) return std::min(layers, std::max(run.config.layers_simulated, 5));
@@ -111,7 +127,7 @@ StrategyGraph strategy_graph(const JobRun& run, Strategy strategy, bool zero_cal
   }
   const EngineMode mode = run.speed ? EngineMode::full : run.config.engine;  // ranks differ
   const RunCache::Network net = run.cache.network(mode, run.cluster, ranks, step_traffic(layout, groups), run.parts);
-  return {std::move(layout), costs, std::move(groups), net, std::nullopt};
+  return {std::move(layout), costs, std::move(groups), net, nullptr};
 }
 
 StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* trace, int run_index) {
@@ -134,9 +150,7 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
   Router& router = run.cache.router(g.net.topo);
   // Where no translation exists, equitable cells: first with the fabric trunks left out (checked
   // at every solve never to bind), and where one did bind, again with them in.
-  const bool try_cells = !g.net.choice.fold.folded() && run.config.engine != EngineMode::full && !run.speed &&
-                         net.cluster_ranks.empty() && ranks > 1;
-  if (try_cells) g.cells = cell_choice(net, router, ranks, step_traffic(g.layout, g.groups), true, g.net.choice.use.why);
+  if (may_use_cells(run, g)) use_cells(run, g, true);
   if (run.config.engine == EngineMode::classes && !g.choice().fold.folded())
     throw InputError("", 0, "--engine", "classes: this scenario has no exact symmetry and no cells that merge ranks (" +
                                             g.net.choice.use.why + "); use --engine full or auto");
@@ -154,7 +168,7 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
     if (trace) watch_busiest_links(engine, run, net, g.choice().fold);
     stats = engine.run();
     if (engine.unbinding_held()) break;
-    g.cells = cell_choice(net, router, ranks, step_traffic(g.layout, g.groups), false, g.net.choice.use.why);
+    use_cells(run, g, false);
     if (run.config.engine == EngineMode::classes && !g.cells)
       throw InputError("", 0, "--engine", "classes: this scenario has no exact symmetry and no cells that merge "
                                           "ranks (" + g.net.choice.use.why + "); use --engine full or auto");

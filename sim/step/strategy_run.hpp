@@ -46,11 +46,18 @@ struct StrategyGraph {
   StepCosts costs;
   ZeroGroups groups;
   RunCache::Network net;
-  // Equitable cells where the network's fold found no translation (cell_fold.hpp): what the step
-  // is simulated on then (bounds and estimates stay on net's fold).
-  std::optional<FoldChoice> cells;
+  // Equitable cells where the network's fold found no translation (cell_fold.hpp; kept with the
+  // pattern in the cache): what the step is simulated on then (the planner's bounds stay on net's fold).
+  const FoldChoice* cells = nullptr;
   const FoldChoice& choice() const { return cells ? *cells : net.choice; }
 };
+
+// Whether g may run on equitable cells: no translation, classes allowed, ranks alike (no
+// stragglers), the whole topology.
+bool may_use_cells(const JobRun& run, const StrategyGraph& g);
+// Sets g.cells to its pattern's cells (worked out once per pattern): with the fabric trunks left
+// out of them when `relax`, else in; null where they merge nothing.
+void use_cells(const JobRun& run, StrategyGraph& g, bool relax);
 // `zero_calls` false: for a graph that issues no ZeRO call (accumulating_zero's), whose fold then
 // need not keep the ZeRO groups (their NCCL rings across nodes forbid most moves): each rank is a
 // shard of its own.
