@@ -48,21 +48,32 @@ std::optional<FoldChoice> cell_choice(const Topology& topo, Router& router, int 
   std::vector<std::uint64_t> flow_colour, rank_colour(ranks, 0);
   std::vector<std::vector<std::size_t>> group_sizes(ranks);  // per rank, its group's size in each set
   const RankFold identity = RankFold::identity(ranks);
+  std::size_t flows = 0, hops = 0;
   for (std::size_t p = 0; p < traffic.size(); ++p) {
-    CellFold::Pattern pattern{traffic[p].traffic, *traffic[p].groups, static_cast<std::uint32_t>(all.flows.size()), {}};
+    CellFold::Pattern pattern{traffic[p].traffic, *traffic[p].groups, static_cast<std::uint32_t>(flows), {}};
     GroupSet set(pattern.groups, identity);
     for (CollectiveOp op : ops_of(pattern.traffic))
       pattern.calls[static_cast<int>(op)] = call_traffic(topo, router, op, set);
+    const CallTraffic& refined = *pattern.calls[static_cast<int>(ops_of(pattern.traffic).front())];
+    flows += refined.flows.size();
+    hops += refined.hops.size();
+    for (int r = 0; r < ranks; ++r) group_sizes[r].push_back(set.groups()[set.group_of(r)].size());
+    fold->patterns.push_back(std::move(pattern));
+  }
+  // Every set's flows in one traffic (sized first: millions of flows on large clusters).
+  all.flows.reserve(flows);
+  all.hops.reserve(hops);
+  flow_colour.reserve(flows);
+  for (std::size_t p = 0; p < fold->patterns.size(); ++p) {
+    const CellFold::Pattern& pattern = fold->patterns[p];
     const CallTraffic& refined = *pattern.calls[static_cast<int>(ops_of(pattern.traffic).front())];
     const auto offset = static_cast<std::uint32_t>(all.hops.size());
     all.hops.insert(all.hops.end(), refined.hops.begin(), refined.hops.end());
     for (CallFlow f : refined.flows) {
       f.hop_begin += offset;
       all.flows.push_back(f);
-      flow_colour.push_back(p);
     }
-    for (int r = 0; r < ranks; ++r) group_sizes[r].push_back(set.groups()[set.group_of(r)].size());
-    fold->patterns.push_back(std::move(pattern));
+    flow_colour.insert(flow_colour.end(), refined.flows.size(), p);
   }
   // A rank's call overheads go with its groups' sizes: ranks start in one cell per list of sizes.
   std::map<std::vector<std::size_t>, std::uint64_t> colour_of;
