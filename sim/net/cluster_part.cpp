@@ -161,7 +161,7 @@ FoldChoice fold_on_part(FoldChoice on_skeleton, const Topology& skeleton, const 
 ClusterBuilds::ClusterBuilds(TopologyFile file, std::function<void(Topology&)> adjust)
     : file_(std::move(file)), adjust_(std::move(adjust)) {
   if (!file_.templ) {  // already built: adjusted once, not copied
-    whole_ = std::move(file_.explicit_topology);
+    whole_ = std::make_unique<Topology>(std::move(file_.explicit_topology));
     if (adjust_) adjust_(*whole_);
     apply_outages(*whole_, file_.outages);
     return;
@@ -191,7 +191,7 @@ int ClusterBuilds::nodes() const { return file_.templ ? file_.templ->nodes : who
 const Topology& ClusterBuilds::whole() const {
   if (!file_.templ) return *whole_;
   std::call_once(whole_once_, [&] {
-    whole_ = build_topology(*file_.templ);
+    whole_.reset(new Topology(build_topology(*file_.templ)));  // initialized from the prvalue: no copy
     if (adjust_) adjust_(*whole_);
     apply_outages(*whole_, file_.outages);
   });

@@ -9,6 +9,7 @@
 #include "topology_template.hpp"
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -64,7 +65,8 @@ class ClusterBuilds {
   std::function<void(Topology&)> adjust_;
   std::optional<Topology> skeleton_, sample_;
   mutable std::once_flag whole_once_;
-  mutable std::optional<Topology> whole_;
+  // Built straight into the heap: Boost's graph has no move, so a Topology moved is a Topology copied.
+  mutable std::unique_ptr<Topology> whole_;
 };
 
 // The class engine's choice for a template before any part is built: the fold on the skeleton and

@@ -41,7 +41,8 @@ std::shared_ptr<const Topology> RunCache::part_holding(const ClusterBuilds& clus
     const std::size_t most = std::max<std::size_t>(2 * nodes.size() + 16, cluster.nodes() / 8);
     if (both.size() <= most && static_cast<int>(both.size()) < cluster.nodes()) with = std::move(both);
   }
-  auto topo = std::make_shared<const Topology>(build_part(*cluster.file().templ, with, cluster.adjust()));
+  // Initialized from the prvalue, not moved: Boost's graph has no move, a moved Topology is copied.
+  std::shared_ptr<const Topology> topo(new Topology(build_part(*cluster.file().templ, with, cluster.adjust())));
   parts_.push_front({topo, std::move(with), nullptr});
   if (parts_.size() > kept) parts_.pop_back();
   return topo;
