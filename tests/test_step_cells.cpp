@@ -37,6 +37,13 @@ TEST_CASE("step cells equal the full engine: ZeRO stages and groups, accumulatio
       c.checkpointing = group == 8;
       if (zero <= 1) c.accumulation = 2;
       CHECK(check_cells(c) == 5);
+      if (zero <= 1) {  // the micro-steps before the boundary, a graph of their own, on cells too
+        c.engine = EngineMode::automatic;
+        for (const StrategyResult& r : simulate_step(c).results) {
+          REQUIRE(r.accumulating_engine.has_value());
+          CHECK_THAT(r.accumulating_engine->why, Catch::Contains("equitable cells"));
+        }
+      }
     }
 }
 

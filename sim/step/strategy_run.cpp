@@ -29,14 +29,19 @@ struct AccumulatingRun {
 // reduce_gradients): they are a graph of their own, without ZeRO calls, folded on its own
 // traffic, run first and gone before the step's is built. `layers`: the step's.
 AccumulatingRun run_accumulating(const JobRun& run, Strategy strategy, const ZeroPlan& local, int layers) {
-  const StrategyGraph a = strategy_graph(run, strategy, false);
+  StrategyGraph a = strategy_graph(run, strategy, false);
   Router& router = run.cache.router(a.net.topo);
-  Engine engine = sized_engine(run, a, layers);
-  const StepTasks tasks = build_step(engine, router, a.net.topo, a.net.choice.fold, a.layout, a.costs, run.model,
-                                     run.config.checkpointing, local, a.groups, layers, nullptr, run.speed);
-  engine.run();
-  return {step_times(engine, tasks, run.model.layers, layers).gradients_s, a.net.choice.use,
-          double(engine.memory_bytes())};
+  if (may_use_cells(run, a)) use_cells(run, a, true);  // as the step's graph: cells, trunks in where one binds
+  for (;;) {
+    Engine engine = sized_engine(run, a, layers);
+    const StepTasks tasks = build_step(engine, router, a.net.topo, a.choice().fold, a.layout, a.costs, run.model,
+                                       run.config.checkpointing, local, a.groups, layers, nullptr, run.speed);
+    engine.run();
+    if (engine.unbinding_held())
+      return {step_times(engine, tasks, run.model.layers, layers).gradients_s, a.choice().use,
+              double(engine.memory_bytes())};
+    use_cells(run, a, false);
+  }
 }
 
 // Traces show the load of the busiest links over time: the engine records the representative of
