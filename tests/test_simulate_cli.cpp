@@ -285,6 +285,12 @@ TEST_CASE("simulate, collective, plan: outages in the report and the JSON, bad o
   CHECK(p.at("config").at("gpus") == 40);
   const auto args = p.at("plans").at(0).at("simulate_args");
   CHECK(std::find(args.begin(), args.end(), "--exclude-nodes") != args.end());
+  const Run sweep = basp_cli("sweep --json " + cluster + "--strategy ulysses --sp 8 --vary exclude-nodes=1:1,2:1", false);
+  REQUIRE(sweep.code == 0);
+  const auto rows = nlohmann::json::parse(sweep.out).at("rows");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].at("config").at("excluded_nodes").size() == 1);
+  CHECK(rows[1].at("config").at("excluded_nodes").size() == 2);
   for (const char* bad : {"--exclude-nodes 6", "--exclude-nodes 0-5", "--exclude-nodes 0-2 --gpus 32",
                           "--down-links n0.nic0--rail0.leaf0", "--down-links nowhere--spine0"}) {
     INFO(bad);

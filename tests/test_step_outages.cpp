@@ -36,6 +36,10 @@ TEST_CASE("outages: excluded nodes and cables down, every figure equals the full
   strided.placement = Placement::strided;
   strided.gpus = 32;
   check_cells(strided);  // trunks bind here: the cells with trunks in merge no rank, the full engine runs
+  strided.strategies = {Strategy::ulysses};
+  strided.engine = EngineMode::automatic;
+  CHECK_THAT(simulate_step(strided).results[0].engine.why,
+             Catch::Contains("nodes are excluded") && Catch::Contains("equitable cells merge no rank"));
   StepConfig zero = outage_job("dgx-h100", dgx, 8, "5");  // ZeRO-1 accumulating, hpZ groups
   zero.zero = 1;
   zero.zero_group = 8;

@@ -25,14 +25,14 @@ namespace basp {
 class RunCache {
  public:
   MoveCache moves, skeleton_moves;
-  // What one strategy runs on: the whole topology, or a part of a template (its ranks the
-  // cluster's), and the fold on its links.
   // A pattern's equitable cells (cell_choice), worked out once: [0] with the fabric trunks left
   // out of the refinement, [1] with them in; empty where they merge nothing.
   struct Cells {
     bool tried[2] = {false, false};
     std::optional<FoldChoice> found[2];
   };
+  // What one strategy runs on: the whole topology, or a part of a template (its ranks the
+  // cluster's), and the fold on its links.
   struct Network {
     const Topology& topo;
     const FoldChoice& choice;

@@ -25,6 +25,16 @@ struct AccumulatingRun {
   double engine_bytes = 0;
 };
 
+// What ran g, and why: where cells were tried and merged no rank, that is said too.
+EngineUse engine_used(const JobRun& run, const StrategyGraph& g) {
+  EngineUse use = g.choice().use;
+  if (!g.cells && may_use_cells(run, g))
+    use.why += g.net.cells.tried[1]
+                   ? "; equitable cells merge no rank with the fabric trunks in them (left out, one would have bound)"
+                   : "; equitable cells merge no rank";
+  return use;
+}
+
 // Under ZeRO-0/1 the micro-steps before the accumulation boundary reduce nothing (ZeroPlan::
 // reduce_gradients): they are a graph of their own, without ZeRO calls, folded on its own
 // traffic, run first and gone before the step's is built. `layers`: the step's.
@@ -38,7 +48,7 @@ AccumulatingRun run_accumulating(const JobRun& run, Strategy strategy, const Zer
                                        run.config.checkpointing, local, a.groups, layers, nullptr, run.speed);
     engine.run();
     if (engine.unbinding_held())
-      return {step_times(engine, tasks, run.model.layers, layers).gradients_s, a.choice().use,
+      return {step_times(engine, tasks, run.model.layers, layers).gradients_s, engine_used(run, a),
               double(engine.memory_bytes())};
     use_cells(run, a, false);
   }
@@ -181,7 +191,7 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
   }
   Engine& engine = *built;
   const RankFold& fold = g.choice().fold;
-  res.engine = g.choice().use;
+  res.engine = engine_used(run, g);
   if (run.speed && run.config.engine != EngineMode::full) {
     res.engine.why = "stragglers or jitter make the ranks differ: every rank is simulated";
     if (res.accumulating_engine) res.accumulating_engine->why = res.engine.why;
