@@ -28,7 +28,8 @@ std::vector<std::string> split(const std::string& text, char sep) {
 
 // A whole number >= 0 written in full, else -1.
 long whole_number(const std::string& text) {
-  if (text.empty() || text.size() > 12 || !std::all_of(text.begin(), text.end(), ::isdigit)) return -1;
+  const auto digit = [](unsigned char c) { return c >= '0' && c <= '9'; };
+  if (text.empty() || text.size() > 12 || !std::all_of(text.begin(), text.end(), digit)) return -1;
   return std::strtol(text.c_str(), nullptr, 10);
 }
 
