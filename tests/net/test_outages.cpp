@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 using namespace basp;
@@ -100,4 +102,23 @@ TEST_CASE("outages: refusals name the flag and say what to do") {
   CHECK_THAT(refusal("", "33:1", "--down-links"), Catch::Contains("only 32 switch-to-switch cables"));
   // A node cut off but excluded is no error.
   CHECK(with_outages("1", "n1.nic2--rail2.leaf0").gpus.size() == 40);
+}
+
+TEST_CASE("outages: an explicit topology takes them as its template does") {
+  const Topology plain = with_outages("", "");
+  const std::string path = std::filesystem::temp_directory_path() / "basp_outages_explicit.yaml";
+  {
+    std::ofstream out(path);
+    write_explicit_topology(plain, out);
+  }
+  TopologyOverrides o;
+  o.outages = {"0,3", "rail0.leaf0--spine0"};
+  const Topology from_file = load_topology(path, o);
+  const Topology from_template = with_outages("0,3", "rail0.leaf0--spine0");
+  std::filesystem::remove(path);
+  CHECK(from_file.excluded_nodes == from_template.excluded_nodes);
+  CHECK(down_cable_names(from_file) == down_cable_names(from_template));
+  REQUIRE(from_file.gpus.size() == from_template.gpus.size());
+  for (std::size_t r = 0; r < from_file.gpus.size(); ++r)
+    CHECK(from_file.vertex(from_file.gpus[r]).name == from_template.vertex(from_template.gpus[r]).name);
 }
