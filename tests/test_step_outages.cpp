@@ -63,7 +63,7 @@ TEST_CASE("outages: a seeded property test over node counts, exclusion sets and 
   // seeded draw), sometimes trunks down; the job is every remaining GPU or the largest SP-divisible
   // share of it. Every figure must equal the full engine's.
   int ran = 0;
-  for (std::uint64_t seed = 1; ran < 10; ++seed) {
+  for (std::uint64_t seed = 1; ran < 10 && seed <= 40; ++seed) {
     const std::uint64_t h = splitmix64(seed);
     const int nodes = 3 + int(h % 7), per_leaf = 2 + int((h >> 8) % 3);
     const int excluded = 1 + int((h >> 16) % std::max(1, nodes / 3));
@@ -86,6 +86,7 @@ TEST_CASE("outages: a seeded property test over node counts, exclusion sets and 
       CHECK(!down.empty());
     }
   }
+  CHECK(ran == 10);  // refusals are rare: the draws must mostly run
 }
 
 TEST_CASE("outages: the job's ranks run on the remaining nodes in order, and the report says what is out") {

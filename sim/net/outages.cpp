@@ -56,8 +56,6 @@ int drawn_count(const std::string& flag, const std::string& spec, int total, con
     if (c < 1) throw InputError("", 0, flag, "'" + spec + "': COUNT must be a whole number of at least 1; " + form);
     n = c > total ? total + 1 : static_cast<int>(c);
   }
-  if (n >= total && flag == "--exclude-nodes")
-    throw InputError("", 0, flag, "'" + spec + "' excludes every one of the " + std::to_string(total) + " " + what);
   if (n > total)
     throw InputError("", 0, flag, "'" + spec + "': there are only " + std::to_string(total) + " " + what);
   return n;
@@ -65,12 +63,10 @@ int drawn_count(const std::string& flag, const std::string& spec, int total, con
 
 }  // namespace
 
-std::vector<int> excluded_nodes(const std::string& spec, int nodes) {
-  const std::string flag = "--exclude-nodes";
-  if (spec.empty()) return {};
-  std::uint64_t seed = 0;
-  if (const int count = drawn_count(flag, spec, nodes, "nodes", seed); count >= 0)
-    return seeded_choice(nodes, count, seed, salt_nodes);
+namespace {
+
+// Node numbers and ranges ("3,17,40-47"), each within 0..nodes-1.
+std::set<int> listed_nodes(const std::string& flag, const std::string& spec, int nodes) {
   std::set<int> out;
   for (const std::string& item : split(spec, ',')) {
     const std::size_t dash = item.find('-');
@@ -84,9 +80,23 @@ std::vector<int> excluded_nodes(const std::string& spec, int nodes) {
                                         std::to_string(nodes - 1));
     for (long n = first; n <= last; ++n) out.insert(static_cast<int>(n));
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> excluded_nodes(const std::string& spec, int nodes) {
+  const std::string flag = "--exclude-nodes";
+  if (spec.empty()) return {};
+  std::uint64_t seed = 0;
+  const int count = drawn_count(flag, spec, nodes, "nodes", seed);
+  const std::vector<int> out = count >= 0 ? seeded_choice(nodes, count, seed, salt_nodes) : [&] {
+    const std::set<int> listed = listed_nodes(flag, spec, nodes);
+    return std::vector<int>(listed.begin(), listed.end());
+  }();
   if (static_cast<int>(out.size()) >= nodes)
     throw InputError("", 0, flag, "'" + spec + "' excludes every one of the " + std::to_string(nodes) + " nodes");
-  return {out.begin(), out.end()};
+  return out;
 }
 
 std::string cable_name(const Topology& topo, int link) {
@@ -173,55 +183,39 @@ std::vector<std::pair<VertexId, VertexId>> down_cables(const Topology& topo, con
   return out;
 }
 
-}  // namespace
-
-void apply_outages(Topology& topo, const OutageSpec& spec) {
-  if (spec.empty()) return;
-  Graph& g = topo.graph;
-  // Nodes as the GPUs name them (explicit topologies may number them with gaps).
-  std::set<int> node_ids;
-  for (VertexId v : topo.gpus) node_ids.insert(g[v].node);
-  const int nodes = node_ids.empty() ? 0 : *node_ids.rbegin() + 1;
-  topo.excluded_nodes = excluded_nodes(spec.exclude_nodes, nodes);
-  for (int n : topo.excluded_nodes)
-    if (!node_ids.count(n))
-      throw InputError("", 0, "--exclude-nodes", "node " + std::to_string(n) + " does not exist in " + topo.name);
-
-  // Fabric components of the NICs before (routes over the fabric pass through switches only).
-  auto fabric_components = [&] {
-    std::vector<int> component(boost::num_vertices(g), -1);
-    int count = 0;
-    for (VertexId v = 0; v < boost::num_vertices(g); ++v) {
-      if (g[v].kind != VertexKind::nic || component[v] >= 0) continue;
-      const std::vector<char> seen =
-          reachable(g, v, [&](VertexId u) { return g[u].kind == VertexKind::fabric_switch; });
-      for (VertexId u = 0; u < seen.size(); ++u)
-        if (seen[u] && g[u].kind == VertexKind::nic) component[u] = count;
-      ++count;
-    }
-    return component;
-  };
-  const std::vector<int> before = fabric_components();
-  if (!spec.down_links.empty()) {
-    std::set<int> down;
-    for (auto [a, b] : down_cables(topo, spec.down_links))
-      for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
-        std::vector<Graph::edge_descriptor> gone;
-        for (auto [e, end] = boost::out_edges(from, g); e != end; ++e)
-          if (boost::target(*e, g) == to) gone.push_back(*e);
-        for (auto e : gone) down.insert(g[e].id);
-        boost::remove_edge(from, to, g);
-      }
-    topo.down_links.assign(down.begin(), down.end());
+// The fabric component of each NIC (-1: not a NIC): routes over the fabric pass through switches only.
+std::vector<int> fabric_components(const Graph& g) {
+  std::vector<int> component(boost::num_vertices(g), -1);
+  int count = 0;
+  for (VertexId v = 0; v < boost::num_vertices(g); ++v) {
+    if (g[v].kind != VertexKind::nic || component[v] >= 0) continue;
+    const std::vector<char> seen = reachable(g, v, [&](VertexId u) { return g[u].kind == VertexKind::fabric_switch; });
+    for (VertexId u = 0; u < seen.size(); ++u)
+      if (seen[u] && g[u].kind == VertexKind::nic) component[u] = count;
+    ++count;
   }
+  return component;
+}
 
-  std::erase_if(topo.gpus, [&](VertexId v) {
-    return std::binary_search(topo.excluded_nodes.begin(), topo.excluded_nodes.end(), g[v].node);
-  });
-  // Two NICs of the job that the fabric joined must stay joined: a route between them existed.
-  const std::vector<int> after = fabric_components();
-  // Within what the fabric joined before, the part now holding most of the job's NICs stays; a
-  // NIC outside it is cut off (one that lost its last fabric link is said so).
+// Takes the cables `spec` names or draws off the graph, both directions; their link ids, ascending.
+std::vector<int> take_down(Topology& topo, const std::string& spec) {
+  Graph& g = topo.graph;
+  std::set<int> down;
+  for (auto [a, b] : down_cables(topo, spec))
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+      for (auto [e, end] = boost::out_edges(from, g); e != end; ++e)
+        if (boost::target(*e, g) == to) down.insert(g[*e].id);
+      boost::remove_edge(from, to, g);
+    }
+  return {down.begin(), down.end()};
+}
+
+// Two NICs of the job that the fabric joined `before` must stay joined, a route between them
+// having existed: within each former component, the part now holding most of the job's NICs
+// stays, and a NIC outside it is cut off (one that lost its last fabric link is said so).
+void refuse_cut_off_nodes(const Topology& topo, const std::vector<int>& before) {
+  const Graph& g = topo.graph;
+  const std::vector<int> after = fabric_components(g);
   std::vector<int> held(boost::num_vertices(g), 0), main(boost::num_vertices(g), -1);
   for (VertexId v : topo.gpus)
     if (const int nic = g[v].nic; nic >= 0 && before[nic] >= 0) ++held[after[nic]];
@@ -250,6 +244,28 @@ void apply_outages(Topology& topo, const OutageSpec& spec) {
                        (cut_nodes.size() == 1 ? ", so node " + list + " cannot" : ", so nodes " + list + " cannot") +
                        " reach the job's other nodes as before; take " + (cut_nodes.size() == 1 ? "it" : "them") +
                        " out with --exclude-nodes " + list + " or keep a cable up");
+}
+
+}  // namespace
+
+void apply_outages(Topology& topo, const OutageSpec& spec) {
+  if (spec.empty()) return;
+  const Graph& g = topo.graph;
+  // Nodes as the GPUs name them (explicit topologies may number them with gaps).
+  std::set<int> node_ids;
+  for (VertexId v : topo.gpus) node_ids.insert(g[v].node);
+  const int nodes = node_ids.empty() ? 0 : *node_ids.rbegin() + 1;
+  topo.excluded_nodes = excluded_nodes(spec.exclude_nodes, nodes);
+  for (int n : topo.excluded_nodes)
+    if (!node_ids.count(n))
+      throw InputError("", 0, "--exclude-nodes", "node " + std::to_string(n) + " does not exist in " + topo.name);
+  std::erase_if(topo.gpus, [&](VertexId v) {
+    return std::binary_search(topo.excluded_nodes.begin(), topo.excluded_nodes.end(), g[v].node);
+  });
+  if (spec.down_links.empty()) return;  // excluding nodes takes no route away
+  const std::vector<int> before = fabric_components(g);
+  topo.down_links = take_down(topo, spec.down_links);
+  refuse_cut_off_nodes(topo, before);
 }
 
 }  // namespace basp

@@ -77,7 +77,7 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
     if (lines->bytes() > kept_bytes) lines = std::make_shared<TransferLineStore>();
     return std::make_unique<CallBounds>(lines);
   };
-  Pattern p{mode, ranks, parts, {}, nullptr, {}, nullptr, std::make_unique<Cells>()};
+  Pattern p{mode, ranks, parts, {}, nullptr, {}, nullptr, std::make_unique<PatternCells>()};
   std::optional<PartPlan> plan;
   if (parts && mode != EngineMode::full && cluster.skeleton() && ranks == cluster.gpus())
     plan = plan_part(mode, *cluster.file().templ, *cluster.skeleton(), ranks, traffic, &skeleton_moves);

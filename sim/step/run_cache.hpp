@@ -27,7 +27,7 @@ class RunCache {
   MoveCache moves, skeleton_moves;
   // A pattern's equitable cells (cell_choice), worked out once: [0] with the fabric trunks left
   // out of the refinement, [1] with them in; empty where they merge nothing.
-  struct Cells {
+  struct PatternCells {
     bool tried[2] = {false, false};
     std::optional<FoldChoice> found[2];
   };
@@ -37,7 +37,7 @@ class RunCache {
     const Topology& topo;
     const FoldChoice& choice;
     CallBounds& bounds;  // the calls' bounds worked out on this fold so far (step_lower_bound_s)
-    Cells& cells;        // where choice found no translation
+    PatternCells& cells;  // where choice found no translation
   };
   // The network and fold for a traffic pattern, valid until the next call. `parts`: a template
   // with a skeleton runs on a part where the class engine applies; a part built for an earlier
@@ -76,7 +76,7 @@ class RunCache {
     std::shared_ptr<const Topology> part;  // null: the whole topology
     FoldChoice choice;
     std::unique_ptr<CallBounds> bounds;
-    std::unique_ptr<Cells> cells = std::make_unique<Cells>();
+    std::unique_ptr<PatternCells> cells = std::make_unique<PatternCells>();
     std::size_t bytes() const;  // host memory held, roughly
   };
   const ClusterBuilds* cluster_ = nullptr;

@@ -25,6 +25,15 @@ struct AccumulatingRun {
   double engine_bytes = 0;
 };
 
+// After a run on cells in which a trunk left out would have bound: the cells with the trunks in,
+// refused where they merge no rank and classes are demanded.
+void cells_with_trunks_in(const JobRun& run, StrategyGraph& g) {
+  use_cells(run, g, false);
+  if (run.config.engine == EngineMode::classes && !g.cells)
+    throw InputError("", 0, "--engine", "classes: this scenario has no exact symmetry and no cells that merge ranks (" +
+                                            g.net.choice.use.why + "); use --engine full or auto");
+}
+
 // What ran g, and why: where cells were tried and merged no rank, that is said too.
 EngineUse engine_used(const JobRun& run, const StrategyGraph& g) {
   EngineUse use = g.choice().use;
@@ -50,7 +59,7 @@ AccumulatingRun run_accumulating(const JobRun& run, Strategy strategy, const Zer
     if (engine.unbinding_held())
       return {step_times(engine, tasks, run.model.layers, layers).gradients_s, engine_used(run, a),
               double(engine.memory_bytes())};
-    use_cells(run, a, false);
+    cells_with_trunks_in(run, a);
   }
 }
 
@@ -110,7 +119,7 @@ bool may_use_cells(const JobRun& run, const StrategyGraph& g) {
 }
 
 void use_cells(const JobRun& run, StrategyGraph& g, bool relax) {
-  RunCache::Cells& kept = g.net.cells;
+  RunCache::PatternCells& kept = g.net.cells;
   const int i = relax ? 0 : 1;
   if (!kept.tried[i]) {
     kept.found[i] = cell_choice(g.net.topo, run.cache.router(g.net.topo), run.config.gpus,
@@ -183,10 +192,7 @@ StrategyResult run_strategy(const JobRun& run, Strategy strategy, TraceWriter* t
     if (trace) watch_busiest_links(engine, run, net, g.choice().fold);
     stats = engine.run();
     if (engine.unbinding_held()) break;
-    use_cells(run, g, false);
-    if (run.config.engine == EngineMode::classes && !g.cells)
-      throw InputError("", 0, "--engine", "classes: this scenario has no exact symmetry and no cells that merge "
-                                          "ranks (" + g.net.choice.use.why + "); use --engine full or auto");
+    cells_with_trunks_in(run, g);
     if (layers == 0) res.layers_simulated = step_layers(g);  // finer cells, or the full engine, hold fewer
   }
   Engine& engine = *built;
