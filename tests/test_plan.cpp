@@ -204,7 +204,7 @@ TEST_CASE("plan: the lower bound never exceeds a simulated time and never drops 
   }
   CHECK(tight >= all.plans.size() * 9 / 10);
   CHECK(pruned.plans.size() < all.plans.size());
-  REQUIRE(pruned.pruned.count("beaten by a plan of its strategy with no more memory (lower bound)"));
+  REQUIRE(pruned.pruned.count("beaten by a plan of its strategy and by one with no more memory (lower bound)"));
   CHECK(shape(pruned.plans.front().candidate) == shape(all.plans.front().candidate));
   CHECK(pruned.plans.front().global_batch_s == all.plans.front().global_batch_s);
   std::set<decltype(shape(pruned.plans.front().candidate))> kept;

@@ -128,15 +128,20 @@ class PlanSearch {
   // them: it cannot be among the `ranked` fastest, which are then all simulated.
   bool outranked(const PlanCandidate& c) const { return fastest_.size() == ranked_ && fastest_.top() < c.bound_s; }
 
-  // A simulated plan of its own strategy needs no more memory and is no slower than the layout's
-  // bound: it can then be neither its strategy's best (the speedups' baseline, for Ulysses) nor
-  // on the Pareto front of throughput against memory.
+  // A simulated plan of its own strategy is no slower than the layout's bound, and a simulated
+  // plan of any strategy (the same or another) needs no more memory and is no slower than it: it
+  // can then be neither its strategy's best (the speedups' baseline, for Ulysses) nor on the
+  // Pareto front of throughput against memory, which spans all strategies.
   bool dominated(const PlanCandidate& c) const {
     if (q_.exhaustive || !outranked(c)) return false;
-    const auto it = simulated_by_.find(c.strategy);
-    if (it == simulated_by_.end()) return false;
-    for (auto [memory, time] : it->second)
-      if (memory <= c.memory_bytes && time <= c.bound_s) return true;
+    const auto own = simulated_by_.find(c.strategy);
+    if (own == simulated_by_.end()) return false;
+    bool outrun = false;
+    for (auto [memory, time] : own->second) outrun = outrun || time <= c.bound_s;
+    if (!outrun) return false;
+    for (const auto& [strategy, plans] : simulated_by_)
+      for (auto [memory, time] : plans)
+        if (memory <= c.memory_bytes && time <= c.bound_s) return true;
     return false;
   }
 
@@ -345,7 +350,7 @@ class PlanSearch {
   std::vector<std::size_t> ahead_;  // the layouts next in line whose bounds are not worked out yet
   std::atomic<std::size_t> ahead_taken_{0};
   std::size_t simulated_count_ = 0, decided_ = 0, bounded_ = 0;
-  const std::string beaten_ = "beaten by a plan of its strategy with no more memory (lower bound)";
+  const std::string beaten_ = "beaten by a plan of its strategy and by one with no more memory (lower bound)";
   std::string slow_;
   const std::string too_big_ = "its simulation would need more host memory than allowed";
 };
