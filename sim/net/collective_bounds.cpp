@@ -11,16 +11,16 @@
 namespace basp {
 namespace {
 
-// The flows of one rank, folded into the lines that bound its call. Its links are few: they are
-// collected and sorted rather than indexed by link id (a cluster has up to millions of links).
+// The flows of one rank, folded into the lines that bound its call. Each link's load is summed in
+// a scratch indexed by link id (`sums`, as long as the topology has links, all zero between ranks),
+// in the order the hops were added, whatever the links' ids: on two parts of a template (other
+// ids for the same links) a rank's lines are then the same bits, and the planner's output does not
+// depend on which thread's part worked them out.
 struct RankFlows {
   const Topology& topo;
-  struct OnLink {
-    int link;
-    std::uint32_t added;      // its place among the rank's hops: ties on a link keep it
-    double per_size, wait_s;  // bytes on the link per byte of the call's size
-  };
-  std::vector<OnLink> hops;  // scratch
+  using OnLink = TransferLineStore::LinkSum;
+  std::vector<OnLink>& sums;
+  std::vector<int> touched;  // links with a load, in the order first added
   std::vector<std::pair<double, double>> lines;
 
   // A flow of `per_size` bytes per byte of the call's size, `count` times over its route.
@@ -29,30 +29,22 @@ struct RankFlows {
     for (const Hop& h : r.hops) {
       const double on_link = per_size * count * h.share;
       slowest = std::max(slowest, on_link / topo.link(h.link).capacity_Bps);
-      hops.push_back({h.link, static_cast<std::uint32_t>(hops.size()), on_link, wait_s});
+      OnLink& sum = sums[h.link];
+      if (sum.first_wait_s == std::numeric_limits<double>::infinity()) touched.push_back(h.link);
+      sum.load += on_link;
+      sum.first_wait_s = std::min(sum.first_wait_s, wait_s);
     }
     lines.push_back({wait_s, slowest});
   }
 
   TransferLines finish() {
-    // A link's loads are summed in the order they were added, whatever the links' ids: on two
-    // parts of a template (other ids for the same links) a rank's lines are then the same bits,
-    // and the planner's output does not depend on which thread's part worked them out.
-    std::sort(hops.begin(), hops.end(), [](const OnLink& a, const OnLink& b) {
-      return a.link != b.link ? a.link < b.link : a.added < b.added;
-    });
-    for (std::size_t k = 0; k < hops.size();) {
-      double load = 0.0, first_wait = std::numeric_limits<double>::infinity();
-      const int link = hops[k].link;
-      for (; k < hops.size() && hops[k].link == link; ++k) {
-        load += hops[k].per_size;
-        first_wait = std::min(first_wait, hops[k].wait_s);
-      }
-      lines.push_back({first_wait, load / topo.link(link).capacity_Bps});
+    for (int link : touched) {
+      lines.push_back({sums[link].first_wait_s, sums[link].load / topo.link(link).capacity_Bps});
+      sums[link] = OnLink{};
     }
-    hops.clear();
+    touched.clear();
     // Keep the lines no other is above at every size: by slope, steepest first, each with a
-    // larger wait than all steeper ones.
+    // larger wait than all steeper ones (equal pairs are equal bits, so their order is moot).
     std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
       return a.second != b.second ? a.second > b.second : a.first > b.first;
     });
@@ -116,7 +108,8 @@ double TransferLines::at(double size_bytes) const {
 
 std::vector<TransferLines> call_transfer_lines(Router& router, const Topology& topo, const RankFold& fold,
                                                CollectiveOp op, GroupSet& set) {
-  RankFlows flows{topo, {}, {}};
+  std::vector<RankFlows::OnLink> sums(topo.link_count());
+  RankFlows flows{topo, sums, {}, {}};
   const GroupSet::RingPlan* plan = is_ring_op(op) ? &set.rings(topo, router) : nullptr;
   std::vector<TransferLines> out(fold.classes());
   for (int c = 0; c < fold.classes(); ++c) out[c] = rank_transfer_lines(flows, router, op, set, plan, c);
@@ -149,7 +142,8 @@ const TransferLineStore::Lines& TransferLineStore::lines(Router& router, const T
   l.period = period;
   const int have = static_cast<int>(l.index.size());
   if (have >= ranks) return l;
-  RankFlows flows{topo, {}, {}};
+  link_sums_.resize(topo.link_count());
+  RankFlows flows{topo, link_sums_, {}, {}};
   const GroupSet::RingPlan* plan = is_ring_op(op) ? &set.rings(topo, router) : nullptr;
   for (int c = have; c < ranks; ++c) {
     // Beyond the call's period a rank's lines are those of c mod period, a translate of it (the

@@ -13,6 +13,7 @@
 #include "collectives.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -61,13 +62,19 @@ class TransferLineStore {
   // it are worked out. Lines are kept per period too, so they never depend on earlier requests.
   const Lines& lines(Router& router, const Topology& topo, int id, CollectiveOp op, GroupSet& set, int ranks,
                      int period = 0);
-  std::size_t bytes() const { return bytes_; }  // host memory held, roughly
+  std::size_t bytes() const { return bytes_ + link_sums_.capacity() * sizeof(LinkSum); }  // host memory held, roughly
+  // What one rank's flows put on a link, per byte of the call's size, and the least wait among them.
+  struct LinkSum {
+    double load = 0.0;
+    double first_wait_s = std::numeric_limits<double>::infinity();
+  };
 
  private:
   std::vector<std::vector<std::vector<int>>> groups_;  // distinct groups seen; id = index
   std::multimap<std::uint64_t, int> by_hash_;          // hash of groups -> ids
   std::map<std::tuple<int, int, int>, Lines> lines_;   // (groups' id, op, period)
   std::size_t bytes_ = 0;
+  std::vector<LinkSum> link_sums_;  // scratch: per link of the topology (a store serves one)
 };
 
 // Those bounds, handed out for one rank class at a time: a step's bound is the longest of its
