@@ -112,10 +112,16 @@ bool Router::may_transit(VertexId v, Transit transit) const {
 void Router::distances_to(VertexId to, VertexId from, Transit transit) {
   Field& f = fields_[static_cast<int>(transit)];
   std::vector<std::pair<double, VertexId>>& heap = f.heap;
-  if (f.to != to) {
+  // An endpoint (a vertex no path passes through: a NIC on the fabric, a GPU) is reached only when
+  // it is the source asked for; the others would only fill the heap (a leaf switch's NICs, each
+  // time a switch-to-switch segment starts). Distances through the rest are the same, so a source
+  // that is an endpoint passed over before starts the field again.
+  const bool endpoint = from != to && !may_transit(from, transit);
+  if (f.to != to || (endpoint && f.passed_over && f.dist[from] == unreached)) {
     for (VertexId v : f.touched) f.dist[v] = unreached;
     f.touched.clear();
     heap.clear();
+    f.passed_over = false;
     f.to = to;
     f.dist[to] = 0.0;
     f.touched.push_back(to);
@@ -134,6 +140,10 @@ void Router::distances_to(VertexId to, VertexId from, Transit transit) {
     for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
       const VertexId u = boost::source(*e, g);
       if (transit == Transit::nvlink && topo_.link(g[*e].id).cls != LinkClass::nvlink) continue;
+      if (u != from && u != to && !may_transit(u, transit)) {
+        f.passed_over = true;
+        continue;
+      }
       const double du = d + cost_[g[*e].id];
       if (du < f.dist[u]) {
         if (f.dist[u] == unreached) f.touched.push_back(u);

@@ -71,6 +71,7 @@ class Router {
     std::vector<VertexId> touched;
     std::vector<std::pair<double, VertexId>> heap;  // min-heap via std::greater
     VertexId to = ~VertexId(0);
+    bool passed_over = false;  // an endpoint other than the sources asked for was left unreached
   };
   Field fields_[4];
   std::unordered_map<std::uint64_t, Segment> segments_;  // node-based: references stay valid
