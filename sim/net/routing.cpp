@@ -40,6 +40,8 @@ Router::Router(const Topology& topo) : topo_(topo) {
     settle_margin_ = id == 0 ? cost_[id] / 2 : std::min(settle_margin_, cost_[id] / 2);
   }
   for (Field& f : fields_) f.dist.assign(n, unreached);
+  transit_.resize(n);
+  for (VertexId v = 0; v < n; ++v) transit_[v] = transit_mask(g[v].kind);
   sole_up_.assign(n, unknown_link);
   sole_down_.assign(n, unknown_link);
   mark_.assign(n, 0);
@@ -98,15 +100,14 @@ Router::Router(const Topology& topo) : topo_(topo) {
   }
 }
 
-bool Router::may_transit(VertexId v, Transit transit) const {
-  const VertexKind k = topo_.graph[v].kind;
-  switch (transit) {
-    case Transit::nvlink: return k == VertexKind::nvswitch;
-    case Transit::scale_up: return k == VertexKind::nvswitch || k == VertexKind::pcie || k == VertexKind::host;
-    case Transit::local: return k == VertexKind::pcie || k == VertexKind::host;
-    case Transit::fabric: return k == VertexKind::fabric_switch;
-  }
-  return false;
+std::uint8_t Router::transit_mask(VertexKind k) {
+  auto bit = [](Transit t) { return std::uint8_t(1u << static_cast<int>(t)); };
+  std::uint8_t m = 0;
+  if (k == VertexKind::nvswitch) m |= bit(Transit::nvlink);
+  if (k == VertexKind::nvswitch || k == VertexKind::pcie || k == VertexKind::host) m |= bit(Transit::scale_up);
+  if (k == VertexKind::pcie || k == VertexKind::host) m |= bit(Transit::local);
+  if (k == VertexKind::fabric_switch) m |= bit(Transit::fabric);
+  return m;
 }
 
 void Router::distances_to(VertexId to, VertexId from, Transit transit) {

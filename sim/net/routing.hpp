@@ -48,7 +48,8 @@ class Router {
   const Segment& segment(VertexId from, VertexId to, Transit transit);
   const Segment& nic_segment(VertexId gpu, bool outbound);
   void distances_to(VertexId to, VertexId from, Transit transit);  // until `from` is settled
-  bool may_transit(VertexId v, Transit transit) const;
+  bool may_transit(VertexId v, Transit transit) const { return transit_[v] >> static_cast<int>(transit) & 1u; }
+  static std::uint8_t transit_mask(VertexKind kind);  // bit t: a path of Transit t may pass through it
   void append(const Segment& s, std::uint64_t salt, double& latency_s);
   // NIC to NIC over the fabric. A NIC whose only fabric link is its switch port reaches every
   // other NIC through that switch, so the route is that link, the switch-to-switch segment and
@@ -59,6 +60,7 @@ class Router {
   const Topology& topo_;
   std::vector<int> part_rank_;          // by cluster rank (cluster_ranks mode): the part's, or -1
   std::vector<double> cost_;            // routing cost by link id
+  std::vector<std::uint8_t> transit_;   // by vertex: transit_mask of its kind (asked per edge)
   double settle_margin_ = 0.0;          // half the cheapest link's cost
   std::vector<int> domain_;             // scale-up domain of each vertex (-1: none)
   std::vector<std::uint64_t> vertex_key_;  // what hashed ECMP hashes for a vertex: its name's hash
