@@ -125,3 +125,56 @@ TEST_CASE("a one-way link that leaves no path is a clear input error, not a cras
   CHECK_NOTHROW(router.route(1, 0));
   CHECK_THROWS_AS(router.route(0, 1), InputError);
 }
+
+// System: every ordered pair of ranks on small clusters of each kind of routing the router has
+// (NVLink and PXN, spine cross-rail, PCIe-only nodes, NVL72 trays, three tiers, hashed ECMP),
+// routed by one router in order, by one in reverse order, and each by a fresh router.
+// Expectations: the same links, shares and latencies to the bit: a router's cached segments and
+// the distance fields it resumes or starts again (an endpoint passed over) never change a route.
+TEST_CASE("a router that routed other pairs first gives every route a fresh router gives") {
+  struct Case {
+    const char* topology;
+    TopologyOverrides overrides;
+  };
+  const Case cases[] = {
+      {"dgx-h100", {.nodes = 4, .nodes_per_leaf = 2, .spines = 2}},
+      {"dgx-h100", {.nodes = 3, .nodes_per_leaf = 2, .spines = 2, .cross_rail = CrossRail::spine}},
+      {"dgx-h100", {.nodes = 4, .nodes_per_leaf = 2, .spines = 2, .ecmp = EcmpMode::hash}},
+      {"pcie-8gpu", {.nodes = 3}},
+      {"gb200-nvl72", {.nodes = 18}},
+      {"dgx-h100-3tier", {.nodes = 4}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.topology);
+    const Topology t = load_topology(c.topology, c.overrides);
+    const int n = static_cast<int>(t.gpus.size());
+    REQUIRE(n >= 8);
+    struct Route {
+      std::vector<std::pair<int, float>> hops;
+      double latency_s;
+      bool operator==(const Route&) const = default;
+    };
+    auto copy = [](const RouteView& r) {
+      Route out{{}, r.latency_s};
+      for (const Hop& h : r.hops) out.hops.push_back({h.link, h.share});
+      return out;
+    };
+    std::vector<Route> forward, backward(std::size_t(n) * n);
+    Router in_order(t), reversed(t);
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) forward.push_back(copy(in_order.route(s, d, 7)));
+    for (int s = n; s-- > 0;)
+      for (int d = n; d-- > 0;) backward[std::size_t(s) * n + d] = copy(reversed.route(s, d, 7));
+    int compared = 0;
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) {
+        Router fresh(t);
+        const Route alone = copy(fresh.route(s, d, 7));
+        CAPTURE(s, d);
+        CHECK(forward[std::size_t(s) * n + d] == alone);
+        CHECK(backward[std::size_t(s) * n + d] == alone);
+        compared += !alone.hops.empty();
+      }
+    CHECK(compared == n * (n - 1));
+  }
+}
