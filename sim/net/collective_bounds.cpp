@@ -30,6 +30,7 @@ struct RankFlows {
       const double on_link = per_size * count * h.share;
       slowest = std::max(slowest, on_link / topo.link(h.link).capacity_Bps);
       OnLink& sum = sums[h.link];
+      // Waits are latencies, finite: an infinite first wait marks a link not yet touched.
       if (sum.first_wait_s == std::numeric_limits<double>::infinity()) touched.push_back(h.link);
       sum.load += on_link;
       sum.first_wait_s = std::min(sum.first_wait_s, wait_s);
