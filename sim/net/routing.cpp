@@ -156,7 +156,28 @@ void Router::distances_to(VertexId to, VertexId from, Transit transit) {
   }
 }
 
-const Router::Segment& Router::segment(VertexId from, VertexId to, Transit transit) {
+void Router::share_twin_nodes(bool share) {
+  if (!segments_.empty()) throw std::logic_error("Router::share_twin_nodes after routing");
+  share_twins_ = share;
+}
+
+int Router::twin_node(VertexId v, Transit transit) {
+  const int k = topo_.graph[v].node;
+  if (!share_twins_ || k < 0) return -1;
+  if (!twins_) twins_ = node_twins(topo_, transit_);
+  return twins_->representative[k] != k && (twins_->closed[k] >> static_cast<int>(transit) & 1u) ? k : -1;
+}
+
+// A segment inside a node whose twin came first is the twin's, carried over when appended.
+Router::SegmentRef Router::segment(VertexId from, VertexId to, Transit transit) {
+  if (const int k = twin_node(from, transit); k >= 0 && topo_.graph[to].node == k) {
+    const int twin = twins_->representative[k];
+    return {&cached_segment(twins_->vertex_in(twin, from), twins_->vertex_in(twin, to), transit), k};
+  }
+  return {&cached_segment(from, to, transit), -1};
+}
+
+const Router::Segment& Router::cached_segment(VertexId from, VertexId to, Transit transit) {
   const std::uint64_t key = (std::uint64_t(from) << 34) ^ (std::uint64_t(to) << 2) ^ std::uint64_t(transit);
   // Consecutive routes often share a segment (PXN: every GPU of a node reaches a destination
   // through the same NIC pair), so the last segment of each class is checked before the map.
@@ -232,21 +253,56 @@ const Router::Segment& Router::segment(VertexId from, VertexId to, Transit trans
 }
 
 // GPU <-> own-NIC segments are on every scale-out route: a per-GPU array spares a hash lookup.
-const Router::Segment& Router::nic_segment(VertexId gpu, bool outbound) {
+Router::SegmentRef Router::nic_segment(VertexId gpu, bool outbound) {
   std::vector<const Segment*>& cache = outbound ? to_nic_ : from_nic_;
   const Segment*& s = cache[gpu];
   const auto nic = static_cast<VertexId>(topo_.graph[gpu].nic);
-  if (!s) s = outbound ? &segment(gpu, nic, Transit::local) : &segment(nic, gpu, Transit::local);
-  return *s;
+  if (s) return {s, twin_node(gpu, Transit::local)};
+  const SegmentRef r = outbound ? segment(gpu, nic, Transit::local) : segment(nic, gpu, Transit::local);
+  s = r.segment;
+  return r;
 }
 
-void Router::append(const Segment& s, std::uint64_t salt, double& latency_s) {
+Router::SegmentRef Router::proxy_segment(VertexId gpu, VertexId proxy, int rail) {
+  const std::size_t slot = std::size_t(gpu) * rails_ + rail;
+  const int k = twin_node(gpu, Transit::nvlink);
+  if (to_proxy_[slot] || no_pxn_[slot]) return {to_proxy_[slot], k};
+  if (k >= 0) {
+    // The twin's GPU in the same place reaches the twin's proxy of that rail (the signature holds
+    // every device's rail), unless the rank order picked another proxy there: then work it out here.
+    const int twin = twins_->representative[k];
+    const VertexId twin_gpu = twins_->vertex_in(twin, gpu), twin_proxy = twins_->vertex_in(twin, proxy);
+    const auto& rails = proxy_[twin];
+    if (rail < static_cast<int>(rails.size()) && rails[rail] == twin_proxy) {
+      const SegmentRef r = proxy_segment(twin_gpu, twin_proxy, rail);
+      to_proxy_[slot] = r.segment;
+      no_pxn_[slot] = r.segment == nullptr;
+      return {r.segment, k};
+    }
+  }
+  distances_to(proxy, gpu, Transit::nvlink);
+  if (fields_[static_cast<int>(Transit::nvlink)].dist[gpu] == unreached) {
+    no_pxn_[slot] = 1;
+    return {nullptr, -1};
+  }
+  const SegmentRef r = segment(gpu, proxy, Transit::nvlink);
+  to_proxy_[slot] = r.segment;
+  return r;
+}
+
+void Router::append(SegmentRef r, std::uint64_t salt, double& latency_s) {
+  const Segment& s = *r.segment;
+  const int k = r.node;
   if (s.single || topo_.routing.ecmp == EcmpMode::split) {
-    hops_.insert(hops_.end(), s.split.begin(), s.split.end());
+    if (k < 0)
+      hops_.insert(hops_.end(), s.split.begin(), s.split.end());
+    else
+      for (const Hop& h : s.split) hops_.push_back({twins_->link_in(k, h.link), h.share});
     latency_s += s.latency_s;
     return;
   }
-  // Hashed ECMP: each hop picks one of its equal-cost next links from the flow's hash, as switches do.
+  // Hashed ECMP: each hop picks one of its equal-cost next links from the flow's hash, as switches
+  // do; in a twin's segment the hash sees this node's devices.
   VertexId u = s.dag.front().from;
   std::size_t i = 0;
   while (i < s.dag.size()) {
@@ -254,8 +310,9 @@ void Router::append(const Segment& s, std::uint64_t salt, double& latency_s) {
     std::size_t j = i;
     while (j < s.dag.size() && s.dag[j].from == u) ++j;
     if (i == j) break;
-    const DagEdge& e = s.dag[i + mix(salt ^ (vertex_key_[u] * 0x100000001b3ULL)) % (j - i)];
-    hops_.push_back({e.link, 1.0f});
+    const std::uint64_t key = vertex_key_[k < 0 ? u : twins_->vertex_in(k, u)];
+    const DagEdge& e = s.dag[i + mix(salt ^ (key * 0x100000001b3ULL)) % (j - i)];
+    hops_.push_back({k < 0 ? e.link : twins_->link_in(k, e.link), 1.0f});
     latency_s += topo_.link(e.link).latency_s;
     u = e.to;
     i = 0;
@@ -339,16 +396,8 @@ RouteView Router::route(int src_rank, int dst_rank, std::uint64_t salt) {
   if (proxy != s) {
     // Each GPU has one PXN hop per rail: cache it by (GPU, rail) rather than in the map. NCCL
     // uses PXN over NVLink only; without an NVLink path the GPU sends through its own NIC.
-    const std::size_t slot = std::size_t(s) * rails_ + g[nic_d].rail;
-    if (!to_proxy_[slot] && !no_pxn_[slot]) {
-      distances_to(proxy, s, Transit::nvlink);
-      if (fields_[static_cast<int>(Transit::nvlink)].dist[s] == unreached)
-        no_pxn_[slot] = 1;
-      else
-        to_proxy_[slot] = &segment(s, proxy, Transit::nvlink);
-    }
-    if (to_proxy_[slot])
-      append(*to_proxy_[slot], salt, latency);
+    if (const SegmentRef hop = proxy_segment(s, proxy, g[nic_d].rail); hop.segment)
+      append(hop, salt, latency);
     else
       proxy = s;
   }

@@ -3,9 +3,11 @@
 #pragma once
 
 #include "hop.hpp"
+#include "node_twins.hpp"
 #include "topology.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +35,11 @@ class Router {
   // template hashes as the whole does. The view is valid until the next call.
   RouteView route(int src_rank, int dst_rank, std::uint64_t salt = 0);
 
+  // Off: every node's segments worked out in the node itself, as exactness checks compare against
+  // (node_twins.hpp). Only before the first route.
+  void share_twin_nodes(bool share);
+  std::size_t segments_built() const { return segments_.size(); }
+
  private:
   // What a segment may pass through: NVLink only (PXN hops), NVLink/PCIe (peers in a domain),
   // PCIe (GPU <-> NIC), the fabric (NIC <-> NIC).
@@ -45,12 +52,21 @@ class Router {
     bool single = true;        // exactly one shortest path
   };
 
-  const Segment& segment(VertexId from, VertexId to, Transit transit);
-  const Segment& nic_segment(VertexId gpu, bool outbound);
+  // A segment as cached and the node it is carried into (-1: none; it is that node's own).
+  struct SegmentRef {
+    const Segment* segment;
+    int node;
+  };
+  SegmentRef segment(VertexId from, VertexId to, Transit transit);
+  const Segment& cached_segment(VertexId from, VertexId to, Transit transit);
+  SegmentRef nic_segment(VertexId gpu, bool outbound);
+  SegmentRef proxy_segment(VertexId gpu, VertexId proxy, int rail);  // null segment: no NVLink path
+  // v's node where its segments of `transit` are its twin's carried over, else -1.
+  int twin_node(VertexId v, Transit transit);
   void distances_to(VertexId to, VertexId from, Transit transit);  // until `from` is settled
   bool may_transit(VertexId v, Transit transit) const { return transit_[v] >> static_cast<int>(transit) & 1u; }
   static std::uint8_t transit_mask(VertexKind kind);  // bit t: a path of Transit t may pass through it
-  void append(const Segment& s, std::uint64_t salt, double& latency_s);
+  void append(SegmentRef s, std::uint64_t salt, double& latency_s);
   // NIC to NIC over the fabric. A NIC whose only fabric link is its switch port reaches every
   // other NIC through that switch, so the route is that link, the switch-to-switch segment and
   // the far NIC's port: segments are then cached per switch pair, not per NIC pair.
@@ -65,6 +81,8 @@ class Router {
   std::vector<int> domain_;             // scale-up domain of each vertex (-1: none)
   std::vector<std::uint64_t> vertex_key_;  // what hashed ECMP hashes for a vertex: its name's hash
   std::vector<std::vector<VertexId>> proxy_;  // [node][rail] -> a GPU of that node whose NIC has that rail
+  bool share_twins_ = true;
+  std::optional<NodeTwins> twins_;            // made at the first segment inside a node
   // Scratch distance fields, one per transit class, valid for the destination they were made for.
   // A field is grown lazily: Dijkstra from `to` stops once the source asked for is settled and
   // resumes from its heap for the next source with the same destination.
@@ -77,7 +95,7 @@ class Router {
   };
   Field fields_[4];
   std::unordered_map<std::uint64_t, Segment> segments_;  // node-based: references stay valid
-  std::vector<const Segment*> to_nic_, from_nic_;         // by GPU vertex
+  std::vector<const Segment*> to_nic_, from_nic_;         // by GPU vertex (a twin's where carried over)
   static constexpr int unknown_link = -2;
   std::vector<int> sole_up_, sole_down_;                  // by NIC vertex: sole_fabric_link, cached
   std::size_t rails_ = 0;
