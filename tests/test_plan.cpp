@@ -352,6 +352,21 @@ TEST_CASE("plan: bounds from a cache that saw other layouts equal a fresh cache'
   }
 }
 
+// System: the small question on 3 nodes, 2 per leaf (the last leaf half full: no translation, so
+// every layout's calls are bounded on the whole cluster, from one store of lines both threads
+// share and fill at once), searched with one thread and with two.
+// Expectations: the same plans, times and layouts left out.
+TEST_CASE("plan: threads sharing the whole cluster's call lines change nothing") {
+  PlanQuestion q = small_question();
+  q.job.overrides = {.nodes = 3, .nodes_per_leaf = 2, .spines = 2};
+  q.global_batch = 24;
+  q.threads = 1;
+  const PlanReport one = plan(q);
+  REQUIRE(one.plans.size() > 10);
+  q.threads = 2;
+  check_same_search(plan(q), one);
+}
+
 // System: every layout of a 64-GPU question (8 DGX H100 nodes, 2 per leaf, 2 spines: BASP's
 // strided groups and ZeRO's replica rings each repeat more often than both together), on the
 // whole build and on parts of the template. Expectations: the bound with each call's lines

@@ -128,6 +128,7 @@ int TransferLineStore::groups_id(const GroupSet& set) { return groups_id(set.gro
 
 int TransferLineStore::groups_id(const std::vector<std::vector<int>>& groups) {
   const std::uint64_t h = splitmix64_groups(splitmix64(groups.size()), groups);
+  const std::lock_guard lock(mutex_);
   for (auto [it, end] = by_hash_.equal_range(h); it != end; ++it)
     if (groups_[it->second] == groups) return it->second;
   const int id = static_cast<int>(groups_.size());
@@ -137,32 +138,59 @@ int TransferLineStore::groups_id(const std::vector<std::vector<int>>& groups) {
   return id;
 }
 
-const TransferLineStore::Lines& TransferLineStore::lines(Router& router, const Topology& topo, int id,
-                                                         CollectiveOp op, GroupSet& set, int ranks, int period) {
-  Lines& l = lines_[{id, static_cast<int>(op), period}];
-  l.period = period;
-  const int have = static_cast<int>(l.index.size());
-  if (have >= ranks) return l;
-  link_sums_.resize(topo.link_count());
-  RankFlows flows{topo, link_sums_, {}, {}};
+std::size_t TransferLineStore::bytes() const {
+  const std::lock_guard lock(mutex_);
+  return bytes_;
+}
+
+std::shared_ptr<const TransferLineStore::Lines> TransferLineStore::lines(Router& router, const Topology& topo, int id,
+                                                                         CollectiveOp op, GroupSet& set, int ranks,
+                                                                         int period) {
+  std::unique_lock lock(mutex_);
+  Entry& e = lines_[{id, static_cast<int>(op), period}];
+  // One thread at a time works on an entry; the others wait for what it hands out.
+  worked_out_.wait(lock, [&] { return !e.working || (e.lines && static_cast<int>(e.lines->index.size()) >= ranks); });
+  if (e.lines && static_cast<int>(e.lines->index.size()) >= ranks) return e.lines;
+  e.working = true;
+  lock.unlock();
+  struct Done {  // the entry's work ends, and waiters wake, however it ends (no route: an input error)
+    TransferLineStore& store;
+    Entry& entry;
+    ~Done() {
+      {
+        const std::lock_guard relock(store.mutex_);
+        entry.working = false;
+      }
+      store.worked_out_.notify_all();
+    }
+  } done{*this, e};
+
+  auto l = e.lines ? std::make_shared<Lines>(*e.lines) : std::make_shared<Lines>();
+  l->period = period;
+  std::size_t added = 0;
+  std::vector<LinkSum> sums(topo.link_count());
+  RankFlows flows{topo, sums, {}, {}};
   const GroupSet::RingPlan* plan = is_ring_op(op) ? &set.rings(topo, router) : nullptr;
-  for (int c = have; c < ranks; ++c) {
+  for (int c = static_cast<int>(l->index.size()); c < ranks; ++c) {
     // Beyond the call's period a rank's lines are those of c mod period, a translate of it (the
     // same routes' images over links alike, the same ring steps): worked out once. Always so, not
     // only when it saves time, so that a bound does not depend on which store worked it out.
-    if (l.period > 0 && c >= l.period) {
-      const int same = l.index[c % l.period];
-      const double overhead_s = l.overhead_s[c % l.period];
-      l.index.push_back(same);
-      l.overhead_s.push_back(overhead_s);
-      bytes_ += sizeof(int) + sizeof(double);
+    if (l->period > 0 && c >= l->period) {
+      const int same = l->index[c % l->period];
+      const double overhead_s = l->overhead_s[c % l->period];
+      l->index.push_back(same);
+      l->overhead_s.push_back(overhead_s);
+      added += sizeof(int) + sizeof(double);
       continue;
     }
-    l.index.push_back(static_cast<int>(l.transfer.size()));
-    l.transfer.push_back(rank_transfer_lines(flows, router, op, set, plan, c));
-    l.overhead_s.push_back(call_overhead_s(topo, op, static_cast<int>(set.groups()[set.group_of(c)].size())));
-    bytes_ += sizeof(TransferLines) + sizeof(int) + sizeof(double) + l.transfer.back().lines.size() * 2 * sizeof(double);
+    l->index.push_back(static_cast<int>(l->transfer.size()));
+    l->transfer.push_back(rank_transfer_lines(flows, router, op, set, plan, c));
+    l->overhead_s.push_back(call_overhead_s(topo, op, static_cast<int>(set.groups()[set.group_of(c)].size())));
+    added += sizeof(TransferLines) + sizeof(int) + sizeof(double) + l->transfer.back().lines.size() * 2 * sizeof(double);
   }
+  const std::lock_guard relock(mutex_);
+  e.lines = l;
+  bytes_ += added;
   return l;
 }
 
@@ -184,11 +212,11 @@ CallBounds::Call CallBounds::get(Router& router, const Topology& topo, const Ran
   }
   classes_ = fold.classes();
   const auto p = periods_.find({id, static_cast<int>(group_traffic(op))});
-  const TransferLineStore::Lines& l =
+  const std::shared_ptr<const TransferLineStore::Lines> l =
       store_->lines(router, topo, id, op, set, classes_, p == periods_.end() ? 0 : p->second);
-  used_lines_[{id, static_cast<int>(op)}] = &l;
+  used_lines_[{id, static_cast<int>(op)}] = l;
   used_.insert({id, static_cast<int>(op), size});
-  return {l.overhead_s[selected_], l.of(selected_).at(size)};
+  return {l->overhead_s[selected_], l->of(selected_).at(size)};
 }
 
 std::vector<int> CallBounds::distinct_classes() const {

@@ -12,10 +12,12 @@
 
 #include "collectives.hpp"
 
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <span>
 #include <tuple>
@@ -39,10 +41,12 @@ std::vector<TransferLines> call_transfer_lines(Router& router, const Topology& t
 std::vector<double> call_transfer_bounds(Router& router, const Topology& topo, const RankFold& fold,
                                          CollectiveOp op, GroupSet& set, double size_bytes);
 
-// The lines of calls on one topology and router, by (groups, op) and rank, worked out as ranks
-// are asked for. A rank's lines depend on its group's routes (and NCCL's rings) alone, not on the
-// fold its set was built for, so a store outlives traffic patterns: the planner's patterns differ
-// in a few calls' groups, and their folds in classes, but most of their calls recur.
+// The lines of calls on one topology, by (groups, op) and rank, worked out as ranks are asked
+// for. A rank's lines depend on its group's routes (and NCCL's rings) alone, not on the fold its
+// set was built for nor the router that routed them (routes do not depend on what a router routed
+// before), so a store outlives traffic patterns and serves several threads: the planner's
+// patterns differ in a few calls' groups, and their folds in classes, but most of their calls
+// recur, on every thread. Safe to call from several threads at once; lines handed out never change.
 class TransferLineStore {
  public:
   struct Lines {
@@ -60,9 +64,11 @@ class TransferLineStore {
   // same lines (a translation of the cluster keeping the topology and this call's traffic maps
   // one onto the other: the call's own fold, often finer than the step's), so only ranks below
   // it are worked out. Lines are kept per period too, so they never depend on earlier requests.
-  const Lines& lines(Router& router, const Topology& topo, int id, CollectiveOp op, GroupSet& set, int ranks,
-                     int period = 0);
-  std::size_t bytes() const { return bytes_ + link_sums_.capacity() * sizeof(LinkSum); }  // host memory held, roughly
+  // `router` (the calling thread's) routes on `topo`; lines another thread is working out are
+  // waited for, not worked out twice.
+  std::shared_ptr<const Lines> lines(Router& router, const Topology& topo, int id, CollectiveOp op, GroupSet& set,
+                                     int ranks, int period = 0);
+  std::size_t bytes() const;  // host memory held, roughly
   // What one rank's flows put on a link, per byte of the call's size, and the least wait among them.
   struct LinkSum {
     double load = 0.0;
@@ -70,11 +76,16 @@ class TransferLineStore {
   };
 
  private:
+  mutable std::mutex mutex_;
+  std::condition_variable worked_out_;  // an entry's work ended
   std::vector<std::vector<std::vector<int>>> groups_;  // distinct groups seen; id = index
   std::multimap<std::uint64_t, int> by_hash_;          // hash of groups -> ids
-  std::map<std::tuple<int, int, int>, Lines> lines_;   // (groups' id, op, period)
+  struct Entry {
+    std::shared_ptr<const Lines> lines;  // replaced, never changed, when more ranks are asked for
+    bool working = false;                // a thread is working out more of them
+  };
+  std::map<std::tuple<int, int, int>, Entry> lines_;  // (groups' id, op, period)
   std::size_t bytes_ = 0;
-  std::vector<LinkSum> link_sums_;  // scratch: per link of the topology (a store serves one)
 };
 
 // Those bounds, handed out for one rank class at a time: a step's bound is the longest of its
@@ -115,7 +126,7 @@ class CallBounds {
   std::shared_ptr<TransferLineStore> store_;
   std::vector<std::pair<const GroupSet*, int>> matched_;  // this build's sets -> the store's groups id
   std::map<std::pair<int, int>, int> periods_;  // (groups' id, traffic) -> set_period's, this layout
-  std::map<std::pair<int, int>, const TransferLineStore::Lines*> used_lines_;  // (groups' id, op)
+  std::map<std::pair<int, int>, std::shared_ptr<const TransferLineStore::Lines>> used_lines_;  // (groups' id, op)
   std::set<std::tuple<int, int, double>> used_;  // (groups' id, op, size) since start_layout
   int selected_ = 0;
   int classes_ = 0;  // of the fold get() was last given

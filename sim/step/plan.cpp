@@ -78,6 +78,7 @@ class PlanSearch {
         caches_(threads_), results_(candidates_.size()), simulated_(candidates_.size(), Simulated::not_yet),
         refined_bounds_(candidates_.size()), ranked_(std::size_t(std::max(1, q.ranked))),
         front_limited_(!q.exhaustive && q.front_within > 0 && std::isfinite(q.front_within)) {
+    for (std::size_t t = 1; t < caches_.size(); ++t) caches_[t].share_whole_lines(caches_[0]);
     order_.resize(candidates_.size());
     for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
     std::stable_sort(order_.begin(), order_.end(),

@@ -56,7 +56,6 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
   if (cluster_ != &cluster) {
     patterns_.clear();
     parts_.clear();
-    whole_lines_ = std::make_shared<TransferLineStore>();
     cluster_ = &cluster;
   }
   auto found = [&](Pattern& p) { return Network{p.part ? *p.part : cluster.whole(), p.choice, *p.bounds, *p.cells}; };
@@ -90,7 +89,13 @@ RunCache::Network RunCache::network(EngineMode mode, const ClusterBuilds& cluste
     // Classes demanded and no translation: the step may still run on cells (run_strategy decides).
     p.choice = choose_fold(mode == EngineMode::classes ? EngineMode::automatic : mode, cluster.whole(), ranks, traffic,
                            &moves);
-    p.bounds = store(whole_lines_);
+    WholeLines& whole = *whole_lines_;
+    const std::lock_guard lock(whole.mutex);
+    if (whole.cluster != &cluster || !whole.store) {
+      whole.store = std::make_shared<TransferLineStore>();
+      whole.cluster = &cluster;
+    }
+    p.bounds = store(whole.store);
   }
   for (const TrafficGroups& t : traffic) p.traffic.push_back({t.traffic, *t.groups});
   patterns_.push_front(std::move(p));

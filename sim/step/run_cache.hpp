@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <utility>
@@ -52,6 +53,9 @@ class RunCache {
   int call_period(EngineMode mode, const ClusterBuilds& cluster, int ranks, const TrafficGroups& traffic, bool parts);
   // false: step_lower_bound_s works out every rank class's lines itself (tests compare the two).
   bool call_periods = true;
+  // The calls' lines on the whole topology come from `other`'s store from now on: the planner's
+  // threads work each call out once (a store serves threads; parts of a template stay per cache).
+  void share_whole_lines(const RunCache& other) { whole_lines_ = other.whole_lines_; }
 
  private:
   // The router of the topology last routed on that is not a kept part (the whole topology, or a
@@ -65,7 +69,12 @@ class RunCache {
     std::unique_ptr<Router> router;  // made when first asked for
     std::shared_ptr<TransferLineStore> lines = std::make_shared<TransferLineStore>();  // its patterns' calls
   };
-  std::shared_ptr<TransferLineStore> whole_lines_;  // the calls of patterns on the whole topology
+  struct WholeLines {  // the calls of patterns on the whole topology, of the cluster last asked for
+    std::mutex mutex;
+    const ClusterBuilds* cluster = nullptr;
+    std::shared_ptr<TransferLineStore> store;
+  };
+  std::shared_ptr<WholeLines> whole_lines_ = std::make_shared<WholeLines>();
   std::deque<Part> parts_;  // most recent first
   std::shared_ptr<const Topology> part_holding(const ClusterBuilds& cluster, const std::vector<int>& nodes);
   struct Pattern {

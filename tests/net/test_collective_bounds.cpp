@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <thread>
 
 using namespace basp;
 using basp::test::data;
@@ -148,9 +149,9 @@ TEST_CASE("collective bounds: a line store extended across folds gives each rank
       GroupSet on_classes(*groups, coarse.fold), on_ranks(*groups, all);
       const int id = store.groups_id(on_classes);
       CHECK(store.groups_id(on_ranks) == id);
-      CHECK(store.lines(router, t, id, op, on_classes, coarse.fold.classes()).index.size() ==
+      CHECK(store.lines(router, t, id, op, on_classes, coarse.fold.classes())->index.size() ==
             std::size_t(coarse.fold.classes()));
-      const TransferLineStore::Lines& extended = store.lines(router, t, id, op, on_ranks, ranks);
+      const TransferLineStore::Lines& extended = *store.lines(router, t, id, op, on_ranks, ranks);
       const std::vector<TransferLines> expected = call_transfer_lines(router, t, all, op, on_ranks);
       REQUIRE(extended.index.size() == std::size_t(ranks));
       REQUIRE(extended.transfer.size() == std::size_t(ranks));  // no period set: each rank's own
@@ -165,8 +166,8 @@ TEST_CASE("collective bounds: a line store extended across folds gives each rank
   CHECK(compared == 2 * 5 * 64);
   // The two sets' all-to-all lines differ (one stays in a node), so a mix-up of ids would show.
   GroupSet a(contiguous, all), b(strided, all);
-  CHECK(store.lines(router, t, store.groups_id(a), CollectiveOp::alltoall, a, ranks).of(0).at(S) <
-        store.lines(router, t, store.groups_id(b), CollectiveOp::alltoall, b, ranks).of(0).at(S));
+  CHECK(store.lines(router, t, store.groups_id(a), CollectiveOp::alltoall, a, ranks)->of(0).at(S) <
+        store.lines(router, t, store.groups_id(b), CollectiveOp::alltoall, b, ranks)->of(0).at(S));
 }
 
 // System: 64 GPUs of dgx-h100 (8 nodes, 2 per leaf, 2 spines) and of dgx-h100-3tier (2 per leaf);
@@ -230,16 +231,16 @@ TEST_CASE("collective bounds: each call's own period gives every rank its own li
                                                                                    CollectiveOp::allreduce};
       for (CollectiveOp op : ops) {
         GroupSet set(*traffic.groups, all);
-        const TransferLineStore::Lines& p = by_period.lines(router, t, id, op, set, ranks, call.fold.period);
-        const TransferLineStore::Lines& d = direct.lines(router, t, direct.groups_id(set), op, set, ranks);
+        const TransferLineStore::Lines& p = *by_period.lines(router, t, id, op, set, ranks, call.fold.period);
+        const TransferLineStore::Lines& d = *direct.lines(router, t, direct.groups_id(set), op, set, ranks);
         REQUIRE(p.index.size() == std::size_t(ranks));
         CHECK(p.transfer.size() == std::size_t(call.fold.period));
         copied += ranks - static_cast<int>(p.transfer.size());
         // As the planner asks: the set built on the step's fold (its rings' representatives and
         // their slowest step taken over the step's orbits), for the step's representatives.
         GroupSet folded(*traffic.groups, step.fold);
-        const TransferLineStore::Lines& f = on_step_fold.lines(router, t, on_step_fold.groups_id(folded), op, folded,
-                                                               step.fold.period, call.fold.period);
+        const TransferLineStore::Lines& f = *on_step_fold.lines(router, t, on_step_fold.groups_id(folded), op, folded,
+                                                                step.fold.period, call.fold.period);
         REQUIRE(f.index.size() == std::size_t(step.fold.period));
         for (int r = 0; r < ranks; ++r) {
           CAPTURE(static_cast<int>(op), r);
@@ -253,4 +254,64 @@ TEST_CASE("collective bounds: each call's own period gives every rank its own li
     }
   }
   CHECK(copied > 0);
+}
+
+// System: 40 GPUs of dgx-h100 (5 nodes, 2 per leaf: the last leaf half full, no translation);
+// four group sets, each asked for every op's lines by two threads at once, each with its own
+// router and in the opposite order, from one shared TransferLineStore, first for half the ranks
+// and then for all. Expectations: each thread gets, for every rank, the lines a store of its own
+// on one thread gives, to the bit (the lines do not depend on which thread or router worked them
+// out, nor on another thread working on the same entry); the shared store worked each out once.
+TEST_CASE("collective bounds: a line store shared by threads gives each the lines it would work out alone") {
+  const Topology t = load_topology("dgx-h100", {.nodes = 5, .nodes_per_leaf = 2, .spines = 2});
+  const int ranks = static_cast<int>(t.gpus.size());
+  const std::vector<std::vector<std::vector<int>>> sets{
+      make_groups(ranks, 5, Placement::contiguous), make_groups(ranks, 5, Placement::strided),
+      make_groups(ranks, 8, Placement::strided), make_groups(ranks, 1, Placement::contiguous)};
+  const std::vector<CollectiveOp> ops{CollectiveOp::alltoall, CollectiveOp::allgather, CollectiveOp::reducescatter,
+                                      CollectiveOp::allreduce, CollectiveOp::sendrecv};
+  const RankFold all = RankFold::identity(ranks);
+  // What one thread with a store of its own works out, per set and op.
+  std::vector<std::vector<TransferLines>> alone;
+  std::size_t alone_bytes = 0;
+  {
+    Router router(t);
+    TransferLineStore own;
+    for (const auto& groups : sets)
+      for (CollectiveOp op : ops) {
+        GroupSet set(groups, all);
+        const auto l = own.lines(router, t, own.groups_id(set), op, set, ranks);
+        alone.emplace_back();
+        for (int r = 0; r < ranks; ++r) alone.back().push_back(l->of(r));
+      }
+    alone_bytes = own.bytes();
+  }
+  TransferLineStore shared;
+  std::vector<std::vector<TransferLines>> got[2];
+  auto ask = [&](int thread) {
+    Router router(t);
+    got[thread].resize(alone.size());
+    for (std::size_t k = 0; k < alone.size(); ++k) {
+      const std::size_t i = thread == 0 ? k : alone.size() - 1 - k;
+      GroupSet set(sets[i / ops.size()], all);
+      const int id = shared.groups_id(set);
+      const CollectiveOp op = ops[i % ops.size()];
+      shared.lines(router, t, id, op, set, ranks / 2);
+      const auto l = shared.lines(router, t, id, op, set, ranks);
+      for (int r = 0; r < ranks; ++r) got[thread][i].push_back(l->of(r));
+    }
+  };
+  std::thread other(ask, 1);
+  ask(0);
+  other.join();
+  int compared = 0;
+  for (int thread : {0, 1})
+    for (std::size_t i = 0; i < alone.size(); ++i)
+      for (int r = 0; r < ranks; ++r) {
+        CAPTURE(thread, i, r);
+        CHECK(got[thread][i][r].lines == alone[i][r].lines);
+        ++compared;
+      }
+  CHECK(compared == 2 * 20 * ranks);
+  CHECK(shared.bytes() == alone_bytes);  // what each added, counted once: none worked out twice
 }
