@@ -1,5 +1,5 @@
-// Nodes grouped by how they are built: a node's signature lists its devices, its internal links in
-// the order the graph holds them and what lies beyond its boundary; equal signatures are twins.
+// Units (nodes, or racks whose NVLink joins nodes) grouped by how they are built: a unit's signature
+// lists its devices, its links in the order the graph holds them and what lies beyond them.
 #include "node_twins.hpp"
 
 #include <algorithm>
@@ -13,24 +13,43 @@ NodeTwins node_twins(const Topology& topo, std::span<const std::uint8_t> transit
   const std::size_t n = boost::num_vertices(g);
   constexpr std::uint32_t none = ~std::uint32_t(0);
   NodeTwins t;
+  // Units: devices joined by links that pass no fabric switch, numbered by their first vertex.
+  t.unit.assign(n, -1);
   int nodes = 0;
-  for (VertexId v = 0; v < n; ++v) nodes = std::max(nodes, g[v].node + 1);
+  std::vector<VertexId> todo;
+  for (VertexId start = 0; start < n; ++start) {
+    if (t.unit[start] >= 0 || g[start].kind == VertexKind::fabric_switch) continue;
+    t.unit[start] = nodes;
+    todo.assign(1, start);
+    while (!todo.empty()) {
+      const VertexId u = todo.back();
+      todo.pop_back();
+      auto visit = [&](VertexId v) {
+        if (t.unit[v] >= 0 || g[v].kind == VertexKind::fabric_switch) return;
+        t.unit[v] = nodes;
+        todo.push_back(v);
+      };
+      for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) visit(boost::target(*e, g));
+      for (auto [e, end] = boost::in_edges(u, g); e != end; ++e) visit(boost::source(*e, g));
+    }
+    ++nodes;
+  }
   t.local.assign(n, none);
   t.link_local.assign(topo.link_count(), none);
   t.vertex_begin.assign(nodes + 1, 0);
   for (VertexId v = 0; v < n; ++v)
-    if (g[v].node >= 0) ++t.vertex_begin[g[v].node + 1];
+    if (t.unit[v] >= 0) ++t.vertex_begin[t.unit[v] + 1];
   for (int k = 0; k < nodes; ++k) t.vertex_begin[k + 1] += t.vertex_begin[k];
   t.vertices.resize(t.vertex_begin[nodes]);
   {
     std::vector<std::uint32_t> next(t.vertex_begin.begin(), t.vertex_begin.end() - 1);
     for (VertexId v = 0; v < n; ++v)
-      if (const int k = g[v].node; k >= 0) {
+      if (const int k = t.unit[v]; k >= 0) {
         t.local[v] = next[k] - t.vertex_begin[k];
         t.vertices[next[k]++] = static_cast<std::uint32_t>(v);
       }
   }
-  auto inside = [&](VertexId v, int k) { return g[v].node == k; };
+  auto inside = [&](VertexId v, int k) { return t.unit[v] == k; };
   t.link_begin.assign(nodes + 1, 0);
   for (int k = 0; k < nodes; ++k) {
     t.link_begin[k] = static_cast<std::uint32_t>(t.links.size());

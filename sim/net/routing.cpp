@@ -162,15 +162,16 @@ void Router::share_twin_nodes(bool share) {
 }
 
 int Router::twin_node(VertexId v, Transit transit) {
-  const int k = topo_.graph[v].node;
-  if (!share_twins_ || k < 0) return -1;
+  if (!share_twins_) return -1;
   if (!twins_) twins_ = node_twins(topo_, transit_);
+  const int k = twins_->unit[v];
+  if (k < 0) return -1;
   return twins_->representative[k] != k && (twins_->closed[k] >> static_cast<int>(transit) & 1u) ? k : -1;
 }
 
-// A segment inside a node whose twin came first is the twin's, carried over when appended.
+// A segment inside a unit (node_twins.hpp) whose twin came first is the twin's, carried over when appended.
 Router::SegmentRef Router::segment(VertexId from, VertexId to, Transit transit) {
-  if (const int k = twin_node(from, transit); k >= 0 && topo_.graph[to].node == k) {
+  if (const int k = twin_node(from, transit); k >= 0 && twins_->unit[to] == k) {
     const int twin = twins_->representative[k];
     return {&cached_segment(twins_->vertex_in(twin, from), twins_->vertex_in(twin, to), transit), k};
   }
@@ -272,8 +273,9 @@ Router::SegmentRef Router::proxy_segment(VertexId gpu, VertexId proxy, int rail)
     // every device's rail), unless the rank order picked another proxy there: then work it out here.
     const int twin = twins_->representative[k];
     const VertexId twin_gpu = twins_->vertex_in(twin, gpu), twin_proxy = twins_->vertex_in(twin, proxy);
-    const auto& rails = proxy_[twin];
-    if (rail < static_cast<int>(rails.size()) && rails[rail] == twin_proxy) {
+    const int at_node = topo_.graph[twin_gpu].node;
+    if (at_node >= 0 && std::size_t(at_node) < proxy_.size() && rail < static_cast<int>(proxy_[at_node].size()) &&
+        proxy_[at_node][rail] == twin_proxy) {
       const SegmentRef r = proxy_segment(twin_gpu, twin_proxy, rail);
       to_proxy_[slot] = r.segment;
       no_pxn_[slot] = r.segment == nullptr;

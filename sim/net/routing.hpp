@@ -35,7 +35,7 @@ class Router {
   // template hashes as the whole does. The view is valid until the next call.
   RouteView route(int src_rank, int dst_rank, std::uint64_t salt = 0);
 
-  // Off: every node's segments worked out in the node itself, as exactness checks compare against
+  // Off: every node's (unit's) segments worked out in itself, as exactness checks compare against
   // (node_twins.hpp). Only before the first route.
   void share_twin_nodes(bool share);
   std::size_t segments_built() const { return segments_.size(); }
@@ -52,7 +52,7 @@ class Router {
     bool single = true;        // exactly one shortest path
   };
 
-  // A segment as cached and the node it is carried into (-1: none; it is that node's own).
+  // A segment as cached and the unit it is carried into (-1: none; it is that unit's own).
   struct SegmentRef {
     const Segment* segment;
     int node;
@@ -61,7 +61,7 @@ class Router {
   const Segment& cached_segment(VertexId from, VertexId to, Transit transit);
   SegmentRef nic_segment(VertexId gpu, bool outbound);
   SegmentRef proxy_segment(VertexId gpu, VertexId proxy, int rail);  // null segment: no NVLink path
-  // v's node where its segments of `transit` are its twin's carried over, else -1.
+  // v's unit where its segments of `transit` are its twin's carried over, else -1.
   int twin_node(VertexId v, Transit transit);
   void distances_to(VertexId to, VertexId from, Transit transit);  // until `from` is settled
   bool may_transit(VertexId v, Transit transit) const { return transit_[v] >> static_cast<int>(transit) & 1u; }
@@ -82,7 +82,7 @@ class Router {
   std::vector<std::uint64_t> vertex_key_;  // what hashed ECMP hashes for a vertex: its name's hash
   std::vector<std::vector<VertexId>> proxy_;  // [node][rail] -> a GPU of that node whose NIC has that rail
   bool share_twins_ = true;
-  std::optional<NodeTwins> twins_;            // made at the first segment inside a node
+  std::optional<NodeTwins> twins_;            // made at the first segment asked for
   // Scratch distance fields, one per transit class, valid for the destination they were made for.
   // A field is grown lazily: Dijkstra from `to` stops once the source asked for is settled and
   // resumes from its heap for the next source with the same destination.
