@@ -31,6 +31,7 @@ std::size_t CellFold::bytes() const {
   }
   for (const Cells* c : {&cells.ranks, &cells.flows, &cells.links})
     b += of(c->of) + of(c->representative) + of(c->members);
+  b += of(refined.flows) + of(refined.hops);
   return b + of(cells.relaxed) + of(links.engine_link) + of(links.capacity_Bps) + of(links.never_binding) +
          of(links.relaxed_link);
 }
@@ -41,39 +42,37 @@ const CellFold::Pattern* CellFold::find(const std::vector<std::vector<int>>& gro
   return nullptr;
 }
 
+std::pair<const CallTraffic*, std::uint32_t> CellFold::call(const Pattern& p, CollectiveOp op) const {
+  if (op == ops_of(p.traffic).front()) return {&refined, p.flow_begin};
+  const auto& c = p.calls[static_cast<int>(op)];
+  return {c ? &*c : nullptr, 0};
+}
+
 std::optional<FoldChoice> cell_choice(const Topology& topo, Router& router, int ranks,
                                       std::span<const TrafficGroups> traffic, bool relax, const std::string& why) {
   auto fold = std::make_shared<CellFold>();
-  CallTraffic all;
   std::vector<std::uint64_t> flow_colour, rank_colour(ranks, 0);
   std::vector<std::vector<std::size_t>> group_sizes(ranks);  // per rank, its group's size in each set
   const RankFold identity = RankFold::identity(ranks);
-  std::size_t flows = 0, hops = 0;
+  // Every set's refined flows are routed straight into one traffic (millions of flows on large
+  // clusters: room made once, never copied), each set's other ops into their own.
+  CallTraffic& all = fold->refined;
+  std::size_t room = 0;
+  for (const TrafficGroups& t : traffic)
+    for (const auto& g : *t.groups) room += t.traffic == GroupTraffic::all_pairs ? g.size() * (g.size() - 1) : 2 * g.size();
+  all.flows.reserve(room);
+  all.hops.reserve(8 * room);
   for (std::size_t p = 0; p < traffic.size(); ++p) {
-    CellFold::Pattern pattern{traffic[p].traffic, *traffic[p].groups, static_cast<std::uint32_t>(flows), {}};
+    CellFold::Pattern pattern{traffic[p].traffic, *traffic[p].groups, static_cast<std::uint32_t>(all.flows.size()),
+                              0, {}};
     GroupSet set(pattern.groups, identity);
-    for (CollectiveOp op : ops_of(pattern.traffic))
-      pattern.calls[static_cast<int>(op)] = call_traffic(topo, router, op, set);
-    const CallTraffic& refined = *pattern.calls[static_cast<int>(ops_of(pattern.traffic).front())];
-    flows += refined.flows.size();
-    hops += refined.hops.size();
+    const std::vector<CollectiveOp> ops = ops_of(pattern.traffic);
+    append_call_traffic(topo, router, ops.front(), set, all);
+    pattern.flow_count = static_cast<std::uint32_t>(all.flows.size()) - pattern.flow_begin;
+    for (std::size_t i = 1; i < ops.size(); ++i) pattern.calls[static_cast<int>(ops[i])] = call_traffic(topo, router, ops[i], set);
+    flow_colour.insert(flow_colour.end(), pattern.flow_count, p);
     for (int r = 0; r < ranks; ++r) group_sizes[r].push_back(set.groups()[set.group_of(r)].size());
     fold->patterns.push_back(std::move(pattern));
-  }
-  // Every set's flows in one traffic (sized first: millions of flows on large clusters).
-  all.flows.reserve(flows);
-  all.hops.reserve(hops);
-  flow_colour.reserve(flows);
-  for (std::size_t p = 0; p < fold->patterns.size(); ++p) {
-    const CellFold::Pattern& pattern = fold->patterns[p];
-    const CallTraffic& refined = *pattern.calls[static_cast<int>(ops_of(pattern.traffic).front())];
-    const auto offset = static_cast<std::uint32_t>(all.hops.size());
-    all.hops.insert(all.hops.end(), refined.hops.begin(), refined.hops.end());
-    for (CallFlow f : refined.flows) {
-      f.hop_begin += offset;
-      all.flows.push_back(f);
-    }
-    flow_colour.insert(flow_colour.end(), refined.flows.size(), p);
   }
   // A rank's call overheads go with its groups' sizes: ranks start in one cell per list of sizes.
   std::map<std::vector<std::size_t>, std::uint64_t> colour_of;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace basp {
@@ -27,15 +28,21 @@ struct CellFold {
     GroupTraffic traffic;
     std::vector<std::vector<int>> groups;
     std::uint32_t flow_begin = 0;  // its flows' first index in the refined traffic
-    // Every flow of one call, by op (those of its kind), each op's flows in the same order.
+    std::uint32_t flow_count = 0;  // a call's flows (of any of its ops)
+    // Every flow of one call, by op (those of its kind), each op's flows in the same order; the
+    // op refined (its kind's first) is not here but in `refined`, from flow_begin on.
     std::array<std::optional<CallTraffic>, collective_op_count> calls;
   };
   std::vector<Pattern> patterns;
+  CallTraffic refined;  // every pattern's first op's flows, one pattern after another
   FlowCells cells;
   QuotientLinks links;
 
   // The pattern of these groups and kind of call, or null.
   const Pattern* find(const std::vector<std::vector<int>>& groups, GroupTraffic traffic) const;
+  // The flows of one call of `op` on `p`: its traffic and where they start there (flow i of the
+  // call is flows[first + i], in cell order from p.flow_begin); null where p has no such op.
+  std::pair<const CallTraffic*, std::uint32_t> call(const Pattern& p, CollectiveOp op) const;
   std::size_t bytes() const;  // host memory held, roughly (caches keep folds by size)
 };
 

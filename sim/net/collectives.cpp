@@ -240,12 +240,16 @@ const CallShape& GroupSet::cell_shape(CollectiveOp op, Engine& engine) {
   s = {engine.serial(), 0, CallShape{}};
   const CellFold& cf = *fold_.cells;
   const CellFold::Pattern* pattern = cf.find(groups_, group_traffic(op));
-  if (!pattern || !pattern->calls[static_cast<int>(op)]) {
+  const auto [traffic, first] = pattern ? cf.call(*pattern, op) : std::pair<const CallTraffic*, std::uint32_t>{};
+  if (!traffic) {
     // Groups of one move nothing (an exchange of one rank): the step leaves them out of its traffic.
     if (std::ranges::all_of(groups_, [](const std::vector<int>& g) { return g.size() < 2; })) return *s.shape;
     throw std::logic_error("GroupSet::cell_shape: a call whose traffic was not refined");
   }
-  const CallTraffic& t = *pattern->calls[static_cast<int>(op)];
+  const CallTraffic& t = *traffic;
+  if (t.flows.size() < first + std::size_t(pattern->flow_count))
+    throw std::logic_error("GroupSet::cell_shape: an op's flows differ from the refined op's");
+  const std::span<const CallFlow> flows(t.flows.data() + first, pattern->flow_count);
   const FlowCells& cells = cf.cells;
   CallShape& shape = *s.shape;
   // The cells' members' count·share on each relaxed link, by cell (dense over the engine's links).
@@ -253,8 +257,8 @@ const CallShape& GroupSet::cell_shape(CollectiveOp op, Engine& engine) {
   if (!cells.relaxed.empty()) {
     std::vector<double> sum(cf.links.capacity_Bps.size(), 0.0);
     std::vector<int> touched;
-    for (std::uint32_t i = 0; i < t.flows.size(); ++i) {
-      const CallFlow& f = t.flows[i];
+    for (std::uint32_t i = 0; i < flows.size(); ++i) {
+      const CallFlow& f = flows[i];
       for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
         if (cells.relaxed[t.hops[h].link]) {
           auto& list = relaxed_of[cells.flows.of[pattern->flow_begin + i]];
@@ -276,10 +280,10 @@ const CallShape& GroupSet::cell_shape(CollectiveOp op, Engine& engine) {
     }
   }
   std::vector<Hop> hops;
-  for (std::uint32_t i = 0; i < t.flows.size(); ++i) {
+  for (std::uint32_t i = 0; i < flows.size(); ++i) {
     const int cell = cells.flows.of[pattern->flow_begin + i];
     if (cells.flows.representative[cell] != static_cast<int>(pattern->flow_begin + i)) continue;
-    const CallFlow& f = t.flows[i];
+    const CallFlow& f = flows[i];
     const std::uint32_t members = cells.flows.members[cell];
     hops.clear();
     for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
@@ -376,13 +380,17 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
 
 CallTraffic call_traffic(const Topology& topo, Router& router, CollectiveOp op, GroupSet& set) {
   CallTraffic traffic;
+  append_call_traffic(topo, router, op, set, traffic);
+  return traffic;
+}
+
+void append_call_traffic(const Topology& topo, Router& router, CollectiveOp op, GroupSet& set, CallTraffic& into) {
   std::size_t flows = 0;  // room for them: an all-to-all's pairs, a ring's edges
   for (const auto& g : set.groups()) flows += op == CollectiveOp::alltoall ? g.size() * (g.size() - 1) : 2 * g.size();
-  traffic.flows.reserve(flows);
-  traffic.hops.reserve(8 * flows);
-  TrafficRecorder add{traffic};
+  into.flows.reserve(into.flows.size() + flows);
+  into.hops.reserve(into.hops.size() + 8 * flows);
+  TrafficRecorder add{into};
   call_flows(add, router, topo, op, set);
-  return traffic;
 }
 
 double local_copy_s(const Topology& topo, double size_bytes, int n) {

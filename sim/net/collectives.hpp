@@ -112,6 +112,8 @@ GroupCalls add_collectives(Engine& engine, Router& router, const Topology& topo,
 // Every flow of one call of `op` on every group of `set` (a set on RankFold::identity), routed:
 // the traffic equitable cells are refined on (flow_cells.hpp), each flow's bytes as a fresh build's.
 CallTraffic call_traffic(const Topology& topo, Router& router, CollectiveOp op, GroupSet& set);
+// The same flows appended to `into` (their hops after its hops), with room made for them first.
+void append_call_traffic(const Topology& topo, Router& router, CollectiveOp op, GroupSet& set, CallTraffic& into);
 
 // A rank's launch and per-peer overheads for one call of `op` on a group of n ranks: a delay
 // before its flows, holding no bandwidth.
