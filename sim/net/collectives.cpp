@@ -187,9 +187,18 @@ const GroupSet::RingPlan& GroupSet::rings(const Topology& topo, Router& router) 
   p.edges.resize(n);
   p.into.resize(n);
   p.step_latency_s.assign(n, 0.0);
+  std::vector<Rings> rings(n);
+  std::vector<std::pair<int, int>> routed;
   for (std::size_t g = 0; g < n; ++g) {
     if (reps_[g].empty()) continue;
-    Rings r = nccl_rings(topo, groups_[g]);
+    rings[g] = nccl_rings(topo, groups_[g]);
+    for (const RingEdge& e : rings[g].edges)
+      if (fold_.represents(e.from)) routed.push_back({e.from, e.to});
+  }
+  router.prepare_routes(routed);
+  for (std::size_t g = 0; g < n; ++g) {
+    if (reps_[g].empty()) continue;
+    const Rings& r = rings[g];
     p.channels[g] = r.channels;
     for (const RingEdge& e : r.edges) {
       if (fold_.represents(e.to)) p.into[g].push_back(e);

@@ -37,7 +37,6 @@ Router::Router(const Topology& topo) : topo_(topo) {
   for (int id = 0; id < topo.link_count(); ++id) {
     const Link& l = topo.link(id);
     cost_[id] = l.latency_s + reference_bytes / l.capacity_Bps;
-    settle_margin_ = id == 0 ? cost_[id] / 2 : std::min(settle_margin_, cost_[id] / 2);
   }
   for (Field& f : fields_) f.dist.assign(n, unreached);
   transit_.resize(n);
@@ -128,11 +127,11 @@ void Router::distances_to(VertexId to, VertexId from, Transit transit) {
     f.touched.push_back(to);
     heap.push_back({0.0, to});
   }
-  // Vertices settle in order of distance. Once the heap's minimum lies beyond `from` by half the
-  // cheapest link's cost, every vertex a shortest path from `from` passes through (closer to `to`
-  // by at least one link) is settled; the rest of the graph is left for later sources.
+  // Vertices settle in order of distance. Once the heap's minimum is no closer to `to` than `from`,
+  // `from` is settled and so is every vertex a shortest path from it passes through (closer by at
+  // least one link); vertices as far as `from` (a leaf's every peer leaf) are left for later sources.
   const Graph& g = topo_.graph;
-  while (!heap.empty() && !(heap.front().first > f.dist[from] + settle_margin_)) {
+  while (!heap.empty() && heap.front().first < f.dist[from]) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
     auto [d, v] = heap.back();
     heap.pop_back();
@@ -346,11 +345,32 @@ void Router::append_fabric(VertexId nic_s, VertexId nic_d, std::uint64_t salt, d
     return;
   }
   const VertexId a = topo_.link(up).to, b = topo_.link(down).from;
+  if (wanted_) {
+    wanted_->push_back({a, b});
+    return;
+  }
   hops_.push_back({up, 1.0f});
   latency_s += topo_.link(up).latency_s;
   if (a != b) append(segment(a, b, Transit::fabric), salt, latency_s);
   hops_.push_back({down, 1.0f});
   latency_s += topo_.link(down).latency_s;
+}
+
+void Router::prepare_routes(std::span<const std::pair<int, int>> rank_pairs) {
+  std::vector<std::pair<VertexId, VertexId>> wanted;
+  wanted_ = &wanted;
+  try {
+    for (auto [s, d] : rank_pairs) route(s, d);
+  } catch (...) {
+    wanted_ = nullptr;
+    throw;
+  }
+  wanted_ = nullptr;
+  // By destination, then source: a segment depends only on its ends, not on the order built.
+  std::ranges::sort(wanted, [](auto x, auto y) { return std::pair{x.second, x.first} < std::pair{y.second, y.first}; });
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  for (auto [a, b] : wanted)
+    if (a != b) segment(a, b, Transit::fabric);
 }
 
 Router::Router(const Topology& topo, bool cluster_ranks) : Router(topo) {

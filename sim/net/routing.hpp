@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace basp {
@@ -34,6 +35,10 @@ class Router {
   // same pair (e.g. channels); the hash sees the cluster's ranks and vertex names, so a part of a
   // template hashes as the whole does. The view is valid until the next call.
   RouteView route(int src_rank, int dst_rank, std::uint64_t salt = 0);
+  // Works out the switch-to-switch segments these routes will need, grouped by destination switch,
+  // so that each destination's distance field is grown once; routed in their own order (a ring's
+  // edges) the field starts again whenever the destination changes. Changes no route.
+  void prepare_routes(std::span<const std::pair<int, int>> rank_pairs);
 
   // Off: every node's (unit's) segments worked out in itself, as exactness checks compare against
   // (node_twins.hpp). Only before the first route.
@@ -77,11 +82,12 @@ class Router {
   std::vector<int> part_rank_;          // by cluster rank (cluster_ranks mode): the part's, or -1
   std::vector<double> cost_;            // routing cost by link id
   std::vector<std::uint8_t> transit_;   // by vertex: transit_mask of its kind (asked per edge)
-  double settle_margin_ = 0.0;          // half the cheapest link's cost
   std::vector<int> domain_;             // scale-up domain of each vertex (-1: none)
   std::vector<std::uint64_t> vertex_key_;  // what hashed ECMP hashes for a vertex: its name's hash
   std::vector<std::vector<VertexId>> proxy_;  // [node][rail] -> a GPU of that node whose NIC has that rail
   bool share_twins_ = true;
+  // While prepare_routes collects: the switch pairs whose fabric segment is not yet built.
+  std::vector<std::pair<VertexId, VertexId>>* wanted_ = nullptr;
   std::optional<NodeTwins> twins_;            // made at the first segment asked for
   // Scratch distance fields, one per transit class, valid for the destination they were made for.
   // A field is grown lazily: Dijkstra from `to` stops once the source asked for is settled and

@@ -178,3 +178,84 @@ TEST_CASE("a router that routed other pairs first gives every route a fresh rout
     CHECK(compared == n * (n - 1));
   }
 }
+
+// System: the ring edges of strided groups (every rank to the rank `stride` later, wrapping), as
+// a ZeRO replica ring crosses leaves, on fabrics with several leaves per rail and spines.
+// Expectation: a router that prepared those routes first (switch segments built destination by
+// destination) gives each the route, shares and latency to the bit, of a router that did not, and
+// builds no segment the unprepared one does not.
+TEST_CASE("routes prepared ahead, grouped by destination switch, are the routes routed one by one") {
+  struct Case {
+    const char* topology;
+    TopologyOverrides overrides;
+  };
+  const Case cases[] = {
+      {"dgx-h100", {.nodes = 12, .nodes_per_leaf = 2, .spines = 3}},
+      {"dgx-h100", {.nodes = 9, .nodes_per_leaf = 2, .spines = 2, .cross_rail = CrossRail::spine}},
+      {"dgx-h100", {.nodes = 12, .nodes_per_leaf = 2, .spines = 3, .ecmp = EcmpMode::hash}},
+      {"gb200-nvl72", {.nodes = 54, .nodes_per_leaf = 4, .spines = 2}},
+      {"dgx-h100-3tier", {.nodes = 10}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.topology);
+    const Topology t = load_topology(c.topology, c.overrides);
+    const int n = static_cast<int>(t.gpus.size());
+    std::vector<std::pair<int, int>> pairs;
+    for (int stride : {1, 8, 13})
+      for (int s = 0; s < n; ++s) pairs.push_back({s, (s + stride) % n});
+    Router prepared(t), plain(t);
+    prepared.prepare_routes(pairs);
+    const std::size_t built = prepared.segments_built();
+    CHECK(built > 0);
+    int compared = 0;
+    for (auto [s, d] : pairs) {
+      const RouteView a = prepared.route(s, d, 3);
+      std::vector<std::pair<int, float>> hops_a;
+      for (const Hop& h : a.hops) hops_a.push_back({h.link, h.share});
+      const double latency_a = a.latency_s;
+      const RouteView b = plain.route(s, d, 3);
+      std::vector<std::pair<int, float>> hops_b;
+      for (const Hop& h : b.hops) hops_b.push_back({h.link, h.share});
+      CAPTURE(s, d);
+      CHECK(hops_a == hops_b);
+      CHECK(latency_a == b.latency_s);
+      compared += !hops_b.empty();
+    }
+    CHECK(compared == static_cast<int>(pairs.size()));
+    CHECK(prepared.segments_built() == built);  // routing after preparing built nothing new
+    CHECK(prepared.segments_built() == plain.segments_built());
+  }
+}
+
+// Unit: tests/data/fabric-detour.yaml. From switch a to switch c the direct cable costs about
+// 42 us per MiB, each of the two detours a-d-f-c and a-e-g-c about 31 us, and a Dijkstra from c
+// reaches a over the direct cable first. Expectation (by hand): g0 -> g2 takes both detours, half
+// its bytes on each of their six cables, none on the direct one; the route from g1 (through b,
+// then a) the same, both before and after the other, and a router that prepared the routes first.
+TEST_CASE("a route takes the cheaper detour a search reaches later, whatever was routed before") {
+  const Topology t = load_topology(basp::test::data("fabric-detour.yaml"));
+  auto expected = [&](int src) {
+    std::map<std::string, float> e;
+    const std::string first = src == 0 ? "g0>n0" : "g1>n1";
+    e[first] = 1.0f;
+    e[src == 0 ? "n0>a" : "n1>b"] = 1.0f;
+    if (src == 1) e["b>a"] = 1.0f;
+    for (const char* half : {"a>d", "d>f", "f>c", "a>e", "e>g", "g>c"}) e[half] = 0.5f;
+    e["c>n2"] = e["n2>g2"] = 1.0f;
+    return e;
+  };
+  auto shares = [&](const RouteView& r) {
+    std::map<std::string, float> s;
+    for (const Hop& h : r.hops) s[t.graph[t.link(h.link).from].name + ">" + t.graph[t.link(h.link).to].name] += h.share;
+    return s;
+  };
+  const std::vector<std::pair<int, int>> pairs{{0, 2}, {1, 2}};
+  Router forward(t), backward(t), prepared(t);
+  prepared.prepare_routes(pairs);
+  CHECK(shares(forward.route(0, 2)) == expected(0));
+  CHECK(shares(forward.route(1, 2)) == expected(1));
+  CHECK(shares(backward.route(1, 2)) == expected(1));
+  CHECK(shares(backward.route(0, 2)) == expected(0));
+  CHECK(shares(prepared.route(0, 2)) == expected(0));
+  CHECK(shares(prepared.route(1, 2)) == expected(1));
+}
