@@ -1,11 +1,13 @@
 // Colour refinement over ranks, flows and links: each round gives every element the colour of its
-// signature (its colour and the sorted colours it touches), compared exactly, until no cell splits.
+// signature (its colour and the sorted colours it touches), compared exactly, until no cell splits;
+// after the first round only elements touching one that changed colour are looked at again.
 #include "flow_cells.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <numeric>
 #include <ranges>
+#include <utility>
 
 namespace basp {
 namespace {
@@ -102,6 +104,91 @@ Incidence ranks_to_flows(const CallTraffic& t, int ranks, std::vector<std::size_
   return in;
 }
 
+// Cells under refinement, by id: an element's cell and each cell's size. A pass computes the
+// signatures of the dirty elements only: an element none of whose touched elements moved to a new
+// id has the signature of its cell's other such members (they were alike and what they touch kept
+// its ids), while a dirty one touches a new id none of those touch. So a cell's clean members keep
+// its id, each distinct dirty signature becomes a new cell, and where every member is dirty the
+// largest part keeps the id: the partition is the one signatures of every element would give.
+struct Refinement {
+  std::vector<std::uint32_t> cell;  // by element
+  std::vector<std::uint32_t> size;  // by cell id
+  std::vector<char> dirty;          // by element: in the pass's list
+
+  // touches(e, add): add(element touched, label) for everything e's signature lists.
+  template <class Touches>
+  void split(std::span<const std::uint32_t> elements, Touches&& touches, Signatures& sig,
+             std::vector<std::uint32_t>& moved) {
+    moved.clear();
+    sig.clear();
+    std::vector<std::uint64_t>& pairs = pairs_;
+    for (std::uint32_t e : elements) {
+      dirty[e] = 0;
+      pairs.clear();
+      touches(e, [&](std::size_t y, std::uint64_t label) { pairs.push_back(std::uint64_t(cell[y]) << 32 | label); });
+      std::sort(pairs.begin(), pairs.end());
+      sig.words.push_back(cell[e]);
+      sig.words.insert(sig.words.end(), pairs.begin(), pairs.end());
+      sig.close();
+    }
+    const Cells parts = cells_of(sig, elements.size());  // the dirty elements' parts, each in one cell
+    // Parts by cell, then by first member: each cell's parts side by side.
+    std::vector<std::uint32_t> order(parts.count());
+    std::iota(order.begin(), order.end(), 0u);
+    auto cell_of_part = [&](std::uint32_t p) { return cell[elements[parts.representative[p]]]; };
+    std::ranges::sort(order, [&](std::uint32_t a, std::uint32_t b) {
+      return std::pair{cell_of_part(a), a} < std::pair{cell_of_part(b), b};
+    });
+    std::vector<std::uint32_t> id(parts.count());
+    for (std::size_t i = 0; i < order.size();) {
+      const std::uint32_t home = cell_of_part(order[i]);
+      std::size_t j = i, dirty_members = 0, largest = i;
+      for (; j < order.size() && cell_of_part(order[j]) == home; ++j) {
+        dirty_members += parts.members[order[j]];
+        if (parts.members[order[j]] > parts.members[order[largest]]) largest = j;
+      }
+      const bool all_dirty = dirty_members == size[home];
+      for (std::size_t k = i; k < j; ++k) {
+        const std::uint32_t p = order[k];
+        if (all_dirty && k == largest) {
+          id[p] = home;
+        } else {
+          id[p] = static_cast<std::uint32_t>(size.size());
+          size.push_back(parts.members[p]);
+          size[home] -= parts.members[p];
+        }
+      }
+      i = j;
+    }
+    for (std::size_t i = 0; i < elements.size(); ++i)
+      if (const std::uint32_t to = id[parts.of[i]]; to != cell[elements[i]]) {
+        cell[elements[i]] = to;
+        moved.push_back(elements[i]);
+      }
+  }
+
+  // The cells of elements first .. first+n-1, numbered by their first element.
+  Cells numbered(std::size_t first, std::size_t n) const {
+    Cells c;
+    c.of.resize(n);
+    std::vector<int> number(size.size(), -1);  // by cell id
+    for (std::size_t i = 0; i < n; ++i) {
+      int& k = number[cell[first + i]];
+      if (k < 0) {
+        k = c.count();
+        c.representative.push_back(static_cast<int>(i));
+        c.members.push_back(0);
+      }
+      c.of[i] = k;
+      ++c.members[k];
+    }
+    return c;
+  }
+
+ private:
+  std::vector<std::uint64_t> pairs_;
+};
+
 }  // namespace
 
 QuotientLinks quotient_links(const Topology& topo, const FlowCells& cells, const CallTraffic& traffic) {
@@ -143,17 +230,17 @@ FlowCells equitable_cells(const Topology& topo, int ranks, const CallTraffic& t,
 
   FlowCells c;
   c.relaxed = std::move(relaxed);
-  auto kept = [&](int link) { return c.relaxed.empty() || !c.relaxed[link]; };
-  Signatures sig;  // reused by every round: room for the largest of the three kinds' signatures
+  auto kept = [&](std::size_t link) { return c.relaxed.empty() || !c.relaxed[link]; };
+  Signatures sig;  // reused by every pass: room for the largest of the three kinds' signatures
   sig.words.reserve(std::max({3 * links + t.hops.size(), 5 * flows + t.hops.size(), std::size_t(3 * ranks) + 2 * flows}));
   sig.begin.reserve(std::max({links, flows, std::size_t(ranks)}) + 1);
   for (std::size_t l = 0; l < links; ++l) {
     const Link& link = topo.link(static_cast<int>(l));
     sig.words.insert(sig.words.end(), {bits(link.capacity_Bps), static_cast<std::uint64_t>(link.cls),
-                                       std::uint64_t(!kept(static_cast<int>(l)))});
+                                       std::uint64_t(!kept(l))});
     sig.close();
   }
-  c.links = cells_of(sig, links);
+  const Cells link_start = cells_of(sig, links);
   sig.clear();
   for (std::size_t i = 0; i < flows; ++i) {
     const CallFlow& f = t.flows[i];
@@ -161,59 +248,93 @@ FlowCells equitable_cells(const Topology& topo, int ranks, const CallTraffic& t,
                                        flow_colour.empty() ? 0 : flow_colour[i]});
     sig.close();
   }
-  c.flows = cells_of(sig, flows);
+  const Cells flow_start = cells_of(sig, flows);
   sig.clear();
   for (int r = 0; r < ranks; ++r) {
     sig.words.push_back(rank_colour.empty() ? 0 : rank_colour[r]);
     sig.close();
   }
-  c.ranks = cells_of(sig, ranks);
+  const Cells rank_start = cells_of(sig, ranks);
 
-  std::vector<std::uint64_t> pairs;
-  for (;;) {
-    ++c.rounds;
-    const int before = c.links.count() + c.flows.count() + c.ranks.count();
-    sig.clear();
-    for (std::size_t l = 0; l < links; ++l) {
-      sig.words.push_back(c.links.of[l]);
-      pairs.clear();
-      if (kept(static_cast<int>(l)))
-        for (std::size_t k = on_link.begin[l]; k < on_link.begin[l + 1]; ++k)
-          pairs.push_back(std::uint64_t(c.flows.of[on_link.other[k]]) << 32 | bits(on_link.share[k]));
-      std::sort(pairs.begin(), pairs.end());
-      sig.words.insert(sig.words.end(), pairs.begin(), pairs.end());
-      sig.close();
-    }
-    c.links = cells_of(sig, links);
-    sig.clear();
-    for (const CallFlow& f : t.flows) {
-      sig.words.insert(sig.words.end(), {std::uint64_t(c.flows.of[&f - t.flows.data()]),
-                                         std::uint64_t(c.ranks.of[f.from]), std::uint64_t(c.ranks.of[f.to])});
-      pairs.clear();
-      for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
-        if (kept(t.hops[h].link))
-          pairs.push_back(std::uint64_t(c.links.of[t.hops[h].link]) << 32 | bits(t.hops[h].share));
-      std::sort(pairs.begin(), pairs.end());
-      sig.words.insert(sig.words.end(), pairs.begin(), pairs.end());
-      sig.close();
-    }
-    c.flows = cells_of(sig, flows);
-    sig.clear();
-    for (int r = 0; r < ranks; ++r) {
-      sig.words.push_back(c.ranks.of[r]);
-      const std::size_t b = of_rank.begin[r], m = b + sent[r], e = of_rank.begin[r + 1];
-      for (auto [lo, hi] : {std::pair{b, m}, std::pair{m, e}}) {
-        pairs.clear();
-        for (std::size_t k = lo; k < hi; ++k) pairs.push_back(c.flows.of[of_rank.other[k]]);
-        std::sort(pairs.begin(), pairs.end());
-        sig.words.push_back(pairs.size());  // keeps the sent and received lists apart
-        sig.words.insert(sig.words.end(), pairs.begin(), pairs.end());
-      }
-      sig.close();
-    }
-    c.ranks = cells_of(sig, ranks);
-    if (c.links.count() + c.flows.count() + c.ranks.count() == before) return c;
+  // Every element in one numbering (links, then flows, then ranks), each kind's cells with ids of
+  // their own; a split keeps its cell's id for one part and gives the others new ids, so that an
+  // element's signature can change only where something it touches moved to a new id.
+  const std::size_t flow0 = links, rank0 = links + flows, elements = rank0 + ranks;
+  Refinement r;
+  r.cell.resize(elements);
+  for (auto [start, first] : {std::pair{&link_start, std::size_t(0)}, {&flow_start, flow0}, {&rank_start, rank0}}) {
+    const auto base = static_cast<std::uint32_t>(r.size.size());
+    for (std::size_t i = 0; i < start->of.size(); ++i) r.cell[first + i] = base + start->of[i];
+    r.size.insert(r.size.end(), start->members.begin(), start->members.end());
   }
+  r.dirty.assign(elements, 0);
+
+  // What an element's signature lists: (element touched, label). A flow sees its kept links with
+  // its share on them and its source and destination ranks (labels 0, 1); a link its flows with
+  // their shares; a rank the flows it sends (0) and receives (1).
+  auto link_touches = [&](std::size_t l, auto&& add) {
+    if (!kept(l)) return;
+    for (std::size_t k = on_link.begin[l]; k < on_link.begin[l + 1]; ++k)
+      add(flow0 + on_link.other[k], bits(on_link.share[k]));
+  };
+  auto flow_touches = [&](std::size_t i, auto&& add) {
+    const CallFlow& f = t.flows[i];
+    for (std::uint32_t h = f.hop_begin; h < f.hop_begin + f.hop_count; ++h)
+      if (kept(t.hops[h].link)) add(std::size_t(t.hops[h].link), bits(t.hops[h].share));
+    add(rank0 + f.from, 0);
+    add(rank0 + f.to, 1);
+  };
+  auto rank_touches = [&](std::size_t k, auto&& add) {
+    const std::size_t b = of_rank.begin[k], m = b + sent[k], e = of_rank.begin[k + 1];
+    for (std::size_t j = b; j < e; ++j) add(flow0 + of_rank.other[j], j < m ? 0 : 1);
+  };
+
+  // The first round gives every element its signature; later ones only those touching an element
+  // that moved since their kind's last pass (moved_*: as element numbers).
+  std::vector<std::uint32_t> dirty, moved_links, moved_flows, moved_ranks;
+  auto every = [&](std::size_t first, std::size_t n) {
+    dirty.resize(n);
+    std::iota(dirty.begin(), dirty.end(), static_cast<std::uint32_t>(first));
+  };
+  // Marks the elements from `lo` to `hi` (one kind) that the moved elements (numbered from `first`) touch.
+  auto mark_touched = [&](std::span<const std::uint32_t> moved, auto&& touches, std::size_t first, std::size_t lo,
+                          std::size_t hi) {
+    for (std::uint32_t x : moved)
+      touches(x - first, [&](std::size_t y, std::uint64_t) {
+        if (y >= lo && y < hi && !r.dirty[y]) {
+          r.dirty[y] = 1;
+          dirty.push_back(static_cast<std::uint32_t>(y));
+        }
+      });
+  };
+  for (bool first_round = true;; first_round = false) {
+    ++c.rounds;
+    const std::size_t before = r.size.size();
+    // Links, by the flows that moved in the last round.
+    dirty.clear();
+    if (first_round) every(0, links);
+    else mark_touched(moved_flows, flow_touches, flow0, 0, links);
+    r.split(dirty, [&](std::size_t l, auto&& add) { link_touches(l, add); }, sig, moved_links);
+    // Flows, by the links that moved just now and the ranks that moved in the last round.
+    dirty.clear();
+    if (first_round) {
+      every(flow0, flows);
+    } else {
+      mark_touched(moved_links, link_touches, 0, flow0, rank0);
+      mark_touched(moved_ranks, rank_touches, rank0, flow0, rank0);
+    }
+    r.split(dirty, [&](std::size_t e, auto&& add) { flow_touches(e - flow0, add); }, sig, moved_flows);
+    // Ranks, by the flows that moved just now.
+    dirty.clear();
+    if (first_round) every(rank0, ranks);
+    else mark_touched(moved_flows, flow_touches, flow0, rank0, elements);
+    r.split(dirty, [&](std::size_t e, auto&& add) { rank_touches(e - rank0, add); }, sig, moved_ranks);
+    if (r.size.size() == before) break;
+  }
+  c.links = r.numbered(0, links);
+  c.flows = r.numbered(flow0, flows);
+  c.ranks = r.numbered(rank0, ranks);
+  return c;
 }
 
 }  // namespace basp

@@ -119,6 +119,77 @@ void check_equitable(const Topology& t, int ranks, const CallTraffic& traffic, c
   }
 }
 
+// The coarsest equitable cells as the definition gives them, slowly: every round, every link, then
+// every flow, then every rank takes a new cell by (its cell, the sorted (cell, share) it touches),
+// cells numbered by their first element, until a round splits nothing. Returns the rounds too.
+std::pair<FlowCells, int> every_element_every_round(const Topology& t, int ranks, const CallTraffic& traffic,
+                                                    std::span<const std::uint64_t> rank_colour,
+                                                    const std::vector<char>& relaxed,
+                                                    std::span<const std::uint64_t> flow_colour) {
+  using Signature = std::vector<std::pair<std::uint64_t, double>>;
+  auto renumber = [](const std::vector<Signature>& sig) {
+    Cells c;
+    std::map<Signature, int> number;
+    for (const Signature& s : sig) {
+      const auto [it, fresh] = number.try_emplace(s, c.count());
+      if (fresh) {
+        c.representative.push_back(static_cast<int>(c.of.size()));
+        c.members.push_back(0);
+      }
+      c.of.push_back(it->second);
+      ++c.members[it->second];
+    }
+    return c;
+  };
+  const std::size_t links = t.link_count(), flows = traffic.flows.size();
+  auto kept = [&](std::size_t l) { return relaxed.empty() || !relaxed[l]; };
+  FlowCells c;
+  std::vector<Signature> ls(links), fs(flows), rs(ranks);
+  for (std::size_t l = 0; l < links; ++l)
+    ls[l] = {{std::uint64_t(t.link(int(l)).cls), t.link(int(l)).capacity_Bps}, {!kept(l), 0.0}};
+  for (std::size_t f = 0; f < flows; ++f) {
+    const CallFlow& x = traffic.flows[f];
+    fs[f] = {{x.count, x.factor}, {flow_colour.empty() ? 0 : flow_colour[f], x.divisor}, {0, x.wait_s}};
+  }
+  for (int r = 0; r < ranks; ++r) rs[r] = {{rank_colour.empty() ? 0 : rank_colour[r], 0.0}};
+  c.links = renumber(ls);
+  c.flows = renumber(fs);
+  c.ranks = renumber(rs);
+  for (int rounds = 1;; ++rounds) {
+    const int before = c.links.count() + c.flows.count() + c.ranks.count();
+    for (std::size_t l = 0; l < links; ++l) ls[l] = {{std::uint64_t(c.links.of[l]), 0.0}};
+    for (std::size_t f = 0; f < flows; ++f) {
+      const CallFlow& x = traffic.flows[f];
+      for (std::uint32_t h = x.hop_begin; h < x.hop_begin + x.hop_count; ++h)
+        if (kept(traffic.hops[h].link)) ls[traffic.hops[h].link].push_back({std::uint64_t(c.flows.of[f]), traffic.hops[h].share});
+    }
+    for (Signature& s : ls) std::sort(s.begin() + 1, s.end());
+    c.links = renumber(ls);
+    for (std::size_t f = 0; f < flows; ++f) {
+      const CallFlow& x = traffic.flows[f];
+      fs[f] = {{std::uint64_t(c.flows.of[f]), 0.0}, {std::uint64_t(c.ranks.of[x.from]), 0.0}, {std::uint64_t(c.ranks.of[x.to]), 0.0}};
+      for (std::uint32_t h = x.hop_begin; h < x.hop_begin + x.hop_count; ++h)
+        if (kept(traffic.hops[h].link)) fs[f].push_back({std::uint64_t(c.links.of[traffic.hops[h].link]), traffic.hops[h].share});
+      std::sort(fs[f].begin() + 3, fs[f].end());
+    }
+    c.flows = renumber(fs);
+    std::vector<Signature> sent(ranks), received(ranks);
+    for (std::size_t f = 0; f < flows; ++f) {
+      sent[traffic.flows[f].from].push_back({std::uint64_t(c.flows.of[f]), 0.0});
+      received[traffic.flows[f].to].push_back({std::uint64_t(c.flows.of[f]), 0.0});
+    }
+    for (int r = 0; r < ranks; ++r) {
+      std::sort(sent[r].begin(), sent[r].end());
+      std::sort(received[r].begin(), received[r].end());
+      rs[r] = {{std::uint64_t(c.ranks.of[r]), double(sent[r].size())}};
+      rs[r].insert(rs[r].end(), sent[r].begin(), sent[r].end());
+      rs[r].insert(rs[r].end(), received[r].begin(), received[r].end());
+    }
+    c.ranks = renumber(rs);
+    if (c.links.count() + c.flows.count() + c.ranks.count() == before) return {c, rounds};
+  }
+}
+
 }  // namespace
 
 TEST_CASE("cells equal the full engine: an uneven last leaf on rail DGX H100, PXN and spine cross-rail, 1:1 and 2:1") {
@@ -240,4 +311,77 @@ TEST_CASE("cells equal the full engine with nodes excluded and cables down: ever
   TopologyOverrides tiers{.nodes = 9, .nodes_per_leaf = 2, .spines = 2};
   tiers.outages = {"0,5", "2:3"};
   check_matrix(load_topology("dgx-h100-3tier", tiers), 0, 0.3);
+}
+
+// System: the traffic of seeded random clusters, calls and jobs (uneven leaves and pods, excluded
+// nodes, cables down, hashed ECMP, part of the GPUs), with and without the trunks left out, some
+// with the calls of two group sets coloured apart and ranks coloured by a draw.
+// Expectation: the refinement that looks again only at elements touching one that changed gives
+// the very cells (numbering included) and round count of the definition applied to every element.
+TEST_CASE("cells: refining only what touches a change gives the cells of refining everything every round") {
+  std::uint64_t state = 20261208;
+  const char* templates[] = {"dgx-h100", "dgx-h100-3tier", "pcie-8gpu", "dgx-a100-superpod", "gb200-nvl72"};
+  int rounds_seen = 0;
+  auto compare = [&](const Topology& t, int ranks, const CallTraffic& traffic, std::span<const std::uint64_t> rank_colour,
+                     const std::vector<char>& relaxed, std::span<const std::uint64_t> flow_colour) {
+    const FlowCells fast = equitable_cells(t, ranks, traffic, rank_colour, relaxed, flow_colour);
+    const auto [slow, rounds] = every_element_every_round(t, ranks, traffic, rank_colour, relaxed, flow_colour);
+    CHECK(fast.rounds == rounds);
+    for (auto [a, b] : {std::pair{&fast.links, &slow.links}, {&fast.flows, &slow.flows}, {&fast.ranks, &slow.ranks}}) {
+      CHECK(a->of == b->of);
+      CHECK(a->representative == b->representative);
+      CHECK(a->members == b->members);
+    }
+    if (relaxed.empty()) check_equitable(t, ranks, traffic, fast);
+    rounds_seen = std::max(rounds_seen, rounds);
+  };
+  // A ring through every node of uneven leaves, trunks in the cells: refinement carries the leaf
+  // boundary around the ring, round after round.
+  for (const Topology& t : {load_topology("dgx-h100", {.nodes = 13, .nodes_per_leaf = 4, .spines = 2}),
+                            load_topology("dgx-h100-3tier", {.nodes = 11})}) {
+    const int ranks = static_cast<int>(t.gpus.size());
+    Router router(t, true);
+    const RankFold identity = RankFold::identity(ranks);  // the set keeps a reference to it
+    GroupSet set(make_groups(ranks, 1, Placement::contiguous), identity);
+    const CallTraffic ring = call_traffic(t, router, CollectiveOp::allreduce, set);
+    compare(t, ranks, ring, {}, {}, {});
+    compare(t, ranks, ring, {}, fabric_trunks(t), {});
+  }
+  for (int trial = 0; trial < 40; ++trial) {
+    const char* name = templates[splitmix64(state) % 5];
+    const bool nvl72 = std::string(name) == "gb200-nvl72";
+    TopologyOverrides o{.nodes = nvl72 ? 18 + static_cast<int>(splitmix64(state) % 3) * 9
+                                       : 3 + static_cast<int>(splitmix64(state) % 22),
+                        .nodes_per_leaf = 1 + static_cast<int>(splitmix64(state) % 5),
+                        .spines = 2};
+    if (splitmix64(state) % 3 == 0) o.ecmp = EcmpMode::hash;
+    if (!nvl72 && splitmix64(state) % 3 == 0) o.outages = {"1:" + std::to_string(trial), ""};
+    const Topology t = load_topology(name, o);
+    const int gpus = static_cast<int>(t.gpus.size());
+    const int ranks = splitmix64(state) % 2 ? gpus : gpus - static_cast<int>(splitmix64(state) % (gpus / 2));
+    Router router(t, true);
+    const RankFold identity = RankFold::identity(ranks);
+    CallTraffic traffic;
+    std::vector<std::uint64_t> flow_colour;
+    const int sets = 1 + static_cast<int>(splitmix64(state) % 2);
+    for (int s = 0; s < sets; ++s) {
+      std::vector<int> divisors;
+      for (int g = 1; g <= std::min(ranks, 8); ++g)
+        if (ranks % g == 0) divisors.push_back(g);
+      const int groups = divisors[splitmix64(state) % divisors.size()];
+      const auto op = static_cast<CollectiveOp>(splitmix64(state) % collective_op_count);
+      GroupSet set(make_groups(ranks, groups, splitmix64(state) % 2 ? Placement::strided : Placement::contiguous),
+                   identity);
+      append_call_traffic(t, router, op, set, traffic);
+      flow_colour.resize(traffic.flows.size(), s);
+    }
+    std::vector<std::uint64_t> rank_colour;
+    if (splitmix64(state) % 2)
+      for (int r = 0; r < ranks; ++r) rank_colour.push_back(splitmix64(state) % 7 == 0);
+    const std::vector<char> relaxed = splitmix64(state) % 2 ? fabric_trunks(t) : std::vector<char>{};
+    INFO("trial " << trial << ": " << name << ", " << o.nodes.value_or(0) << " nodes, " << ranks << " ranks, "
+                  << sets << " sets, " << traffic.flows.size() << " flows");
+    compare(t, ranks, traffic, rank_colour, relaxed, flow_colour);
+  }
+  CHECK(rounds_seen >= 4);  // some trials refine over several rounds, where looking again matters
 }
