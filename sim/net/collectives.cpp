@@ -187,18 +187,17 @@ const GroupSet::RingPlan& GroupSet::rings(const Topology& topo, Router& router) 
   p.edges.resize(n);
   p.into.resize(n);
   p.step_latency_s.assign(n, 0.0);
-  std::vector<Rings> rings(n);
+  // The represented groups' rings, their routes prepared together (Router::prepare_routes).
+  std::vector<std::pair<std::size_t, Rings>> rings;
   std::vector<std::pair<int, int>> routed;
   for (std::size_t g = 0; g < n; ++g) {
     if (reps_[g].empty()) continue;
-    rings[g] = nccl_rings(topo, groups_[g]);
-    for (const RingEdge& e : rings[g].edges)
+    rings.emplace_back(g, nccl_rings(topo, groups_[g]));
+    for (const RingEdge& e : rings.back().second.edges)
       if (fold_.represents(e.from)) routed.push_back({e.from, e.to});
   }
   router.prepare_routes(routed);
-  for (std::size_t g = 0; g < n; ++g) {
-    if (reps_[g].empty()) continue;
-    const Rings& r = rings[g];
+  for (const auto& [g, r] : rings) {
     p.channels[g] = r.channels;
     for (const RingEdge& e : r.edges) {
       if (fold_.represents(e.to)) p.into[g].push_back(e);
