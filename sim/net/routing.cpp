@@ -39,6 +39,22 @@ Router::Router(const Topology& topo) : topo_(topo) {
     cost_[id] = l.latency_s + reference_bytes / l.capacity_Bps;
   }
   for (Field& f : fields_) f.dist.assign(n, unreached);
+  in_begin_.assign(n + 1, 0);
+  in_links_.reserve(topo.link_count());
+  for (VertexId v = 0; v < n; ++v) {
+    const std::size_t first = in_links_.size();
+    for (auto [e, end] = boost::in_edges(v, g); e != end; ++e)
+      in_links_.push_back({static_cast<std::uint32_t>(boost::source(*e, g)), g[*e].id});
+    std::sort(in_links_.begin() + first, in_links_.end(), [&](auto a, auto b) {
+      return std::pair{cost_[a.second], a.second} < std::pair{cost_[b.second], b.second};
+    });
+    in_begin_[v + 1] = static_cast<std::uint32_t>(in_links_.size());
+    int last = -1;
+    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+      out_by_id_ = out_by_id_ && g[*e].id > last;
+      last = g[*e].id;
+    }
+  }
   transit_.resize(n);
   for (VertexId v = 0; v < n; ++v) transit_[v] = transit_mask(g[v].kind);
   sole_up_.assign(n, unknown_link);
@@ -111,7 +127,7 @@ std::uint8_t Router::transit_mask(VertexKind k) {
 
 void Router::distances_to(VertexId to, VertexId from, Transit transit) {
   Field& f = fields_[static_cast<int>(transit)];
-  std::vector<std::pair<double, VertexId>>& heap = f.heap;
+  std::vector<Pending>& heap = f.heap;
   // An endpoint (a vertex no path passes through: a NIC on the fabric, a GPU) is reached only when
   // it is the source asked for; the others would only fill the heap (a leaf switch's NICs, each
   // time a switch-to-switch segment starts). Distances through the rest are the same, so a source
@@ -120,39 +136,89 @@ void Router::distances_to(VertexId to, VertexId from, Transit transit) {
   if (f.to != to || (endpoint && f.passed_over && f.dist[from] == unreached)) {
     for (VertexId v : f.touched) f.dist[v] = unreached;
     f.touched.clear();
+    f.settled.clear();
     heap.clear();
     f.passed_over = false;
     f.to = to;
     f.dist[to] = 0.0;
     f.touched.push_back(to);
-    heap.push_back({0.0, to});
+    heap.push_back({0.0, to, Pending::npos});
   }
   // Vertices settle in order of distance. Once the heap's minimum is no closer to `to` than `from`,
   // `from` is settled and so is every vertex a shortest path from it passes through (closer by at
-  // least one link); vertices as far as `from` (a leaf's every peer leaf) are left for later sources.
-  const Graph& g = topo_.graph;
-  while (!heap.empty() && heap.front().first < f.dist[from]) {
+  // least one link); vertices as far as `from` (a leaf's every peer leaf) are left for later
+  // sources, and so are the links that could only bring a vertex that far (relax_links_into). Every
+  // distance worked out is the one a field grown to the end gives: a vertex's distance is the least
+  // over the links relaxed into it, and a link that would give less than the vertex's settled
+  // distance is keyed lower, so relaxed before the vertex settles.
+  while (!heap.empty() && heap.front().key < f.dist[from]) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-    auto [d, v] = heap.back();
+    const Pending p = heap.back();
     heap.pop_back();
-    if (d > f.dist[v]) continue;
-    if (v != to && !may_transit(v, transit)) continue;  // endpoints are reached, never passed through
-    for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
-      const VertexId u = boost::source(*e, g);
-      if (transit == Transit::nvlink && topo_.link(g[*e].id).cls != LinkClass::nvlink) continue;
-      if (u != from && u != to && !may_transit(u, transit)) {
-        f.passed_over = true;
-        continue;
-      }
-      const double du = d + cost_[g[*e].id];
-      if (du < f.dist[u]) {
-        if (f.dist[u] == unreached) f.touched.push_back(u);
-        f.dist[u] = du;
-        heap.push_back({du, u});
-        std::push_heap(heap.begin(), heap.end(), std::greater<>());
-      }
+    if (p.next != Pending::npos) {
+      relax_links_into(f, p.v, p.next, from, to, transit);
+      continue;
+    }
+    if (p.key > f.dist[p.v]) continue;
+    f.settled.push_back(p.v);
+    if (p.v != to && !may_transit(p.v, transit)) continue;  // endpoints are reached, never passed through
+    relax_links_into(f, p.v, in_begin_[p.v], from, to, transit);
+  }
+}
+
+void Router::relax_links_into(Field& f, VertexId v, std::uint32_t i, VertexId from, VertexId to, Transit transit) {
+  const double d = f.dist[v];
+  for (const std::uint32_t end = in_begin_[v + 1]; i < end; ++i) {
+    const auto [tail, link] = in_links_[i];
+    const VertexId u = tail;
+    const double du = d + cost_[link];
+    if (lazy_ && !(du < f.dist[from])) {
+      f.heap.push_back({du, v, i});
+      std::push_heap(f.heap.begin(), f.heap.end(), std::greater<>());
+      return;
+    }
+    if (transit == Transit::nvlink && topo_.link(link).cls != LinkClass::nvlink) continue;
+    if (u != from && u != to && !may_transit(u, transit)) {
+      f.passed_over = true;
+      continue;
+    }
+    if (du < f.dist[u]) {
+      if (f.dist[u] == unreached) f.touched.push_back(u);
+      f.dist[u] = du;
+      f.heap.push_back({du, u, Pending::npos});
+      std::push_heap(f.heap.begin(), f.heap.end(), std::greater<>());
     }
   }
+}
+
+void Router::tight_links_out(const Field& f, VertexId u, VertexId to, Transit transit) {
+  const Graph& g = topo_.graph;
+  auto consider = [&](VertexId v, int link) {
+    if (f.dist[v] == unreached || !(v == to || may_transit(v, transit))) return;
+    if (transit == Transit::nvlink && topo_.link(link).cls != LinkClass::nvlink) return;
+    if (tight(f.dist[u], cost_[link], f.dist[v])) dag_scratch_.push_back({u, v, link});
+  };
+  // A link on a shortest path leads to a vertex closer to `to`, so settled, and vertices settle in
+  // order of distance: the closer ones are a prefix of `settled`. Where they have fewer links in
+  // than u has out (a spine's thousands of leaves), those are read instead.
+  std::size_t closer = 0, reads = 0;
+  const std::size_t out = boost::out_degree(u, g);
+  while (lazy_ && out_by_id_ && reads < out && closer < f.settled.size() && f.dist[f.settled[closer]] < f.dist[u]) {
+    const VertexId v = f.settled[closer++];
+    reads += 1 + in_begin_[v + 1] - in_begin_[v];
+  }
+  if (!lazy_ || !out_by_id_ || reads >= out) {
+    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) consider(boost::target(*e, g), g[*e].id);
+    return;
+  }
+  const std::size_t first = dag_scratch_.size();
+  for (std::size_t k = 0; k < closer; ++k) {
+    const VertexId v = f.settled[k];
+    for (std::uint32_t i = in_begin_[v]; i < in_begin_[v + 1]; ++i)
+      if (in_links_[i].first == u) consider(v, in_links_[i].second);
+  }
+  std::sort(dag_scratch_.begin() + first, dag_scratch_.end(),
+            [](const DagEdge& a, const DagEdge& b) { return a.link < b.link; });
 }
 
 void Router::share_twin_nodes(bool share) {
@@ -210,17 +276,13 @@ const Router::Segment& Router::cached_segment(VertexId from, VertexId to, Transi
   for (std::size_t i = 0; i < order_.size(); ++i) {
     const VertexId u = order_[i];
     if (u == to) continue;
-    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
-      const VertexId v = boost::target(*e, g);
-      if (f.dist[v] == unreached || !(v == to || may_transit(v, transit))) continue;
-      if (transit == Transit::nvlink && topo_.link(g[*e].id).cls != LinkClass::nvlink) continue;
-      if (!tight(f.dist[u], cost_[g[*e].id], f.dist[v])) continue;
-      dag.push_back({u, v, g[*e].id});
-      if (!mark_[v]) {
+    const std::size_t first = dag.size();
+    tight_links_out(f, u, to, transit);
+    for (std::size_t k = first; k < dag.size(); ++k)
+      if (const VertexId v = dag[k].to; !mark_[v]) {
         mark_[v] = 1;
         order_.push_back(v);
       }
-    }
   }
   // A single path (|E| = |V| - 1) is already in order; only true multipaths need sorting.
   if (dag.size() + 1 != order_.size())

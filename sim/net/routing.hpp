@@ -43,6 +43,9 @@ class Router {
   // Off: every node's (unit's) segments worked out in itself, as exactness checks compare against
   // (node_twins.hpp). Only before the first route.
   void share_twin_nodes(bool share);
+  // Off: every field relaxes all of a settled vertex's links in, and a path graph reads every link
+  // out of its vertices, as exactness checks compare against (relax_links_into, tight_links_out).
+  void search_lazily(bool lazily) { lazy_ = lazily; }
   std::size_t segments_built() const { return segments_.size(); }
 
  private:
@@ -68,7 +71,14 @@ class Router {
   SegmentRef proxy_segment(VertexId gpu, VertexId proxy, int rail);  // null segment: no NVLink path
   // v's unit where its segments of `transit` are its twin's carried over, else -1.
   int twin_node(VertexId v, Transit transit);
+  struct Field;
   void distances_to(VertexId to, VertexId from, Transit transit);  // until `from` is settled
+  // Relaxes v's links in from in_links_[i] on, cheapest first, until one could not bring its tail
+  // closer than `from` is already: those wait in the heap, keyed by the cheapest.
+  void relax_links_into(Field& f, VertexId v, std::uint32_t i, VertexId from, VertexId to, Transit transit);
+  // Appends to dag_scratch_ the links from u on a shortest path toward the field's `to`, in the order
+  // u's links out are held (ascending link id).
+  void tight_links_out(const Field& f, VertexId u, VertexId to, Transit transit);
   bool may_transit(VertexId v, Transit transit) const { return transit_[v] >> static_cast<int>(transit) & 1u; }
   static std::uint8_t transit_mask(VertexKind kind);  // bit t: a path of Transit t may pass through it
   void append(SegmentRef s, std::uint64_t salt, double& latency_s);
@@ -83,6 +93,12 @@ class Router {
   std::vector<double> cost_;            // routing cost by link id
   std::vector<std::uint8_t> transit_;   // by vertex: transit_mask of its kind (asked per edge)
   std::vector<int> domain_;             // scale-up domain of each vertex (-1: none)
+  // Every vertex's links in, cheapest first (ties by link id): what a field relaxes lazily, so that
+  // a spine's thousands of leaves are not all pushed for each destination.
+  std::vector<std::uint32_t> in_begin_;
+  std::vector<std::pair<std::uint32_t, int>> in_links_;  // (tail vertex, link id)
+  bool out_by_id_ = true;               // every vertex's links out are held in ascending link id
+  bool lazy_ = true;
   std::vector<std::uint64_t> vertex_key_;  // what hashed ECMP hashes for a vertex: its name's hash
   std::vector<std::vector<VertexId>> proxy_;  // [node][rail] -> a GPU of that node whose NIC has that rail
   bool share_twins_ = true;
@@ -92,10 +108,20 @@ class Router {
   // Scratch distance fields, one per transit class, valid for the destination they were made for.
   // A field is grown lazily: Dijkstra from `to` stops once the source asked for is settled and
   // resumes from its heap for the next source with the same destination.
+  // A heap entry: a vertex reached at `key`, or (next < npos) a settled vertex whose links in from
+  // `next` on (in_links_ order) are not yet relaxed, the cheapest of them giving `key`.
+  struct Pending {
+    double key;
+    VertexId v;
+    std::uint32_t next;
+    static constexpr std::uint32_t npos = ~std::uint32_t(0);
+    auto operator<=>(const Pending&) const = default;
+  };
   struct Field {
     std::vector<double> dist;
     std::vector<VertexId> touched;
-    std::vector<std::pair<double, VertexId>> heap;  // min-heap via std::greater
+    std::vector<VertexId> settled;  // in the order settled
+    std::vector<Pending> heap;      // min-heap via std::greater
     VertexId to = ~VertexId(0);
     bool passed_over = false;  // an endpoint other than the sources asked for was left unreached
   };

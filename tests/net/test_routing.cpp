@@ -3,6 +3,7 @@
 #include "helpers.hpp"
 #include "input_error.hpp"
 #include "routing.hpp"
+#include "splitmix64.hpp"
 #include "topology_file.hpp"
 
 #include <catch2/catch.hpp>
@@ -12,6 +13,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 
 using namespace basp;
 
@@ -258,4 +260,93 @@ TEST_CASE("a route takes the cheaper detour a search reaches later, whatever was
   CHECK(shares(backward.route(0, 2)) == expected(0));
   CHECK(shares(prepared.route(0, 2)) == expected(0));
   CHECK(shares(prepared.route(1, 2)) == expected(1));
+}
+
+// System: every ordered pair of ranks, under two salts, on fabrics whose switches have many more
+// links than the paths use (spines of many leaves, three tiers, rails, hashed ECMP, a cable down,
+// an NVL72 pair of racks, fabric-detour.yaml, fabric-lazy.yaml, 30 seeded random fabrics), routed
+// one by one and prepared.
+// Expectation: a router that relaxes a vertex's links in only as far as the source needs and reads
+// the settled vertices' links in for the path graph gives, to the bit, the routes of one that
+// relaxes and reads every link.
+TEST_CASE("lazily searched routes are the routes of a search that reads every link") {
+  std::vector<Topology> fabrics;
+  fabrics.push_back(load_topology("dgx-h100", {.nodes = 16, .nodes_per_leaf = 2, .spines = 4}));
+  fabrics.push_back(load_topology("dgx-h100", {.nodes = 10, .nodes_per_leaf = 3, .spines = 3, .ecmp = EcmpMode::hash}));
+  fabrics.push_back(load_topology("dgx-h100", {.nodes = 9, .nodes_per_leaf = 2, .spines = 2, .cross_rail = CrossRail::spine}));
+  fabrics.push_back(load_topology("dgx-h100-3tier", {.nodes = 12}));
+  TopologyOverrides down{.nodes = 8, .nodes_per_leaf = 2, .spines = 3};
+  down.outages = {"", "2:5"};
+  fabrics.push_back(load_topology("dgx-h100", down));
+  fabrics.push_back(load_topology("gb200-nvl72", {.nodes = 36, .nodes_per_leaf = 6, .spines = 3}));
+  fabrics.push_back(load_topology(basp::test::data("fabric-detour.yaml")));
+  fabrics.push_back(load_topology(basp::test::data("fabric-lazy.yaml")));
+  // Seeded random fabrics: switches on a ring, a hub joined to every other switch, extra cables
+  // (some parallel, some one way) of mixed speeds and latencies, so that shortest paths are unique
+  // or tied in every way, and nodes of one GPU and NIC hanging off random switches.
+  std::uint64_t state = 20261208;
+  auto draw = [&](std::uint64_t n) { return static_cast<int>(splitmix64(state) % n); };
+  for (int trial = 0; trial < 30; ++trial) {
+    const int switches = 4 + draw(12), nodes = 3 + draw(10);
+    const char* speeds[] = {"25 GB/s", "50 GB/s", "100 GB/s"};
+    const char* latencies[] = {"0 s", "0.5 us", "1 us"};
+    std::string y = "name: random-fabric\ngpu: H100-SXM\nexplicit:\n  vertices:\n";
+    for (int i = 0; i < switches; ++i) y += "    - {name: s" + std::to_string(i) + ", kind: switch}\n";
+    for (int n = 0; n < nodes; ++n)
+      y += "    - {name: g" + std::to_string(n) + ", kind: gpu, node: " + std::to_string(n) + ", nic: n" +
+           std::to_string(n) + "}\n    - {name: n" + std::to_string(n) + ", kind: nic, node: " + std::to_string(n) +
+           ", rail: 0}\n";
+    y += "  links:\n";
+    auto cable = [&](const std::string& a, const std::string& b, bool duplex, const char* cls) {
+      y += "    - {from: " + a + ", to: " + b + ", bandwidth: " + speeds[draw(3)] + ", latency: " + latencies[draw(3)] +
+           ", class: " + cls + (duplex ? ", duplex: true}\n" : "}\n");
+    };
+    auto sw = [](int i) { return "s" + std::to_string(i); };
+    for (int i = 0; i < switches; ++i) cable(sw(i), sw((i + 1) % switches), true, "fabric");
+    for (int i = 2; i < switches; ++i) cable(sw(0), sw(i), true, "fabric");
+    for (int k = draw(2 * switches); k-- > 0;) cable(sw(draw(switches)), sw(draw(switches)), draw(3) > 0, "fabric");
+    for (int n = 0; n < nodes; ++n) {
+      const std::string g = "g" + std::to_string(n), nic = "n" + std::to_string(n);
+      cable(g, nic, true, "pcie");
+      cable(nic, sw(draw(switches)), true, "nic");
+    }
+    // A switch cabled to itself is not a cable: drop such lines.
+    std::string kept;
+    std::istringstream lines(y);
+    for (std::string line; std::getline(lines, line);) {
+      const auto from = line.find("from: "), to = line.find(", to: ");
+      if (from != std::string::npos &&
+          line.substr(from + 6, to - from - 6) == line.substr(to + 6, line.find(',', to + 6) - to - 6))
+        continue;
+      kept += line + "\n";
+    }
+    basp::test::TempFile file(kept);
+    fabrics.push_back(load_topology(file.path));
+  }
+  for (const Topology& t : fabrics) {
+    CAPTURE(t.name, t.gpus.size());
+    const int n = static_cast<int>(t.gpus.size());
+    std::vector<std::pair<int, int>> pairs;
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) pairs.push_back({s, d});
+    Router lazy(t), eager(t), prepared(t);
+    eager.search_lazily(false);
+    prepared.prepare_routes(pairs);
+    std::size_t compared = 0;
+    for (std::uint64_t salt : {0u, 5u})
+      for (auto [s, d] : pairs) {
+        auto copy = [](const RouteView& r) {
+          std::vector<std::pair<int, float>> hops;
+          for (const Hop& h : r.hops) hops.push_back({h.link, h.share});
+          return std::pair{hops, r.latency_s};
+        };
+        const auto a = copy(lazy.route(s, d, salt)), b = copy(eager.route(s, d, salt)),
+                   c = copy(prepared.route(s, d, salt));
+        CAPTURE(s, d, salt);
+        CHECK(a == b);
+        CHECK(c == b);
+        compared += !b.first.empty();
+      }
+    CHECK(compared == 2 * pairs.size() - 2 * std::size_t(n));
+  }
 }
