@@ -113,7 +113,7 @@ Incidence ranks_to_flows(const CallTraffic& t, int ranks, std::vector<std::size_
 struct Refinement {
   std::vector<std::uint32_t> cell;  // by element
   std::vector<std::uint32_t> size;  // by cell id
-  std::vector<char> dirty;          // by element: in the pass's list
+  std::vector<char> listed;         // by element: already in the pass's dirty list
 
   // touches(e, add): add(element touched, label) for everything e's signature lists.
   template <class Touches>
@@ -123,7 +123,7 @@ struct Refinement {
     sig.clear();
     std::vector<std::uint64_t>& pairs = pairs_;
     for (std::uint32_t e : elements) {
-      dirty[e] = 0;
+      listed[e] = 0;
       pairs.clear();
       touches(e, [&](std::size_t y, std::uint64_t label) { pairs.push_back(std::uint64_t(cell[y]) << 32 | label); });
       std::sort(pairs.begin(), pairs.end());
@@ -267,7 +267,7 @@ FlowCells equitable_cells(const Topology& topo, int ranks, const CallTraffic& t,
     for (std::size_t i = 0; i < start->of.size(); ++i) r.cell[first + i] = base + start->of[i];
     r.size.insert(r.size.end(), start->members.begin(), start->members.end());
   }
-  r.dirty.assign(elements, 0);
+  r.listed.assign(elements, 0);
 
   // What an element's signature lists: (element touched, label). A flow sees its kept links with
   // its share on them and its source and destination ranks (labels 0, 1); a link its flows with
@@ -301,8 +301,8 @@ FlowCells equitable_cells(const Topology& topo, int ranks, const CallTraffic& t,
                           std::size_t hi) {
     for (std::uint32_t x : moved)
       touches(x - first, [&](std::size_t y, std::uint64_t) {
-        if (y >= lo && y < hi && !r.dirty[y]) {
-          r.dirty[y] = 1;
+        if (y >= lo && y < hi && !r.listed[y]) {
+          r.listed[y] = 1;
           dirty.push_back(static_cast<std::uint32_t>(y));
         }
       });

@@ -169,8 +169,7 @@ void Router::distances_to(VertexId to, VertexId from, Transit transit) {
 void Router::relax_links_into(Field& f, VertexId v, std::uint32_t i, VertexId from, VertexId to, Transit transit) {
   const double d = f.dist[v];
   for (const std::uint32_t end = in_begin_[v + 1]; i < end; ++i) {
-    const auto [tail, link] = in_links_[i];
-    const VertexId u = tail;
+    const auto [u, link] = in_links_[i];
     const double du = d + cost_[link];
     if (lazy_ && !(du < f.dist[from])) {
       f.heap.push_back({du, v, i});

@@ -18,6 +18,24 @@
 using namespace basp;
 
 namespace {
+// A route copied out of its view (valid only until the router's next call), compared to the bit.
+struct Route {
+  std::vector<std::pair<int, float>> hops;
+  double latency_s;
+  bool operator==(const Route&) const = default;
+};
+Route copy(const RouteView& r) {
+  Route out{{}, r.latency_s};
+  for (const Hop& h : r.hops) out.hops.push_back({h.link, h.share});
+  return out;
+}
+
+// A shipped template cut small.
+struct FabricCase {
+  const char* topology;
+  TopologyOverrides overrides;
+};
+
 std::vector<std::string> path_names(const Topology& t, const RouteView& r) {
   std::vector<std::string> names;
   for (const Hop& h : r.hops) names.push_back(t.graph[t.link(h.link).to].name);
@@ -134,11 +152,7 @@ TEST_CASE("a one-way link that leaves no path is a clear input error, not a cras
 // Expectations: the same links, shares and latencies to the bit: a router's cached segments and
 // the distance fields it resumes or starts again (an endpoint passed over) never change a route.
 TEST_CASE("a router that routed other pairs first gives every route a fresh router gives") {
-  struct Case {
-    const char* topology;
-    TopologyOverrides overrides;
-  };
-  const Case cases[] = {
+  const FabricCase cases[] = {
       {"dgx-h100", {.nodes = 4, .nodes_per_leaf = 2, .spines = 2}},
       {"dgx-h100", {.nodes = 3, .nodes_per_leaf = 2, .spines = 2, .cross_rail = CrossRail::spine}},
       {"dgx-h100", {.nodes = 4, .nodes_per_leaf = 2, .spines = 2, .ecmp = EcmpMode::hash}},
@@ -146,21 +160,11 @@ TEST_CASE("a router that routed other pairs first gives every route a fresh rout
       {"gb200-nvl72", {.nodes = 18}},
       {"dgx-h100-3tier", {.nodes = 4}},
   };
-  for (const Case& c : cases) {
+  for (const FabricCase& c : cases) {
     CAPTURE(c.topology);
     const Topology t = load_topology(c.topology, c.overrides);
     const int n = static_cast<int>(t.gpus.size());
     REQUIRE(n >= 8);
-    struct Route {
-      std::vector<std::pair<int, float>> hops;
-      double latency_s;
-      bool operator==(const Route&) const = default;
-    };
-    auto copy = [](const RouteView& r) {
-      Route out{{}, r.latency_s};
-      for (const Hop& h : r.hops) out.hops.push_back({h.link, h.share});
-      return out;
-    };
     std::vector<Route> forward, backward(std::size_t(n) * n);
     Router in_order(t), reversed(t);
     for (int s = 0; s < n; ++s)
@@ -187,18 +191,14 @@ TEST_CASE("a router that routed other pairs first gives every route a fresh rout
 // destination) gives each the route, shares and latency to the bit, of a router that did not, and
 // builds no segment the unprepared one does not.
 TEST_CASE("routes prepared ahead, grouped by destination switch, are the routes routed one by one") {
-  struct Case {
-    const char* topology;
-    TopologyOverrides overrides;
-  };
-  const Case cases[] = {
+  const FabricCase cases[] = {
       {"dgx-h100", {.nodes = 12, .nodes_per_leaf = 2, .spines = 3}},
       {"dgx-h100", {.nodes = 9, .nodes_per_leaf = 2, .spines = 2, .cross_rail = CrossRail::spine}},
       {"dgx-h100", {.nodes = 12, .nodes_per_leaf = 2, .spines = 3, .ecmp = EcmpMode::hash}},
       {"gb200-nvl72", {.nodes = 54, .nodes_per_leaf = 4, .spines = 2}},
       {"dgx-h100-3tier", {.nodes = 10}},
   };
-  for (const Case& c : cases) {
+  for (const FabricCase& c : cases) {
     CAPTURE(c.topology);
     const Topology t = load_topology(c.topology, c.overrides);
     const int n = static_cast<int>(t.gpus.size());
@@ -211,17 +211,10 @@ TEST_CASE("routes prepared ahead, grouped by destination switch, are the routes 
     CHECK(built > 0);
     int compared = 0;
     for (auto [s, d] : pairs) {
-      const RouteView a = prepared.route(s, d, 3);
-      std::vector<std::pair<int, float>> hops_a;
-      for (const Hop& h : a.hops) hops_a.push_back({h.link, h.share});
-      const double latency_a = a.latency_s;
-      const RouteView b = plain.route(s, d, 3);
-      std::vector<std::pair<int, float>> hops_b;
-      for (const Hop& h : b.hops) hops_b.push_back({h.link, h.share});
+      const Route a = copy(prepared.route(s, d, 3)), b = copy(plain.route(s, d, 3));
       CAPTURE(s, d);
-      CHECK(hops_a == hops_b);
-      CHECK(latency_a == b.latency_s);
-      compared += !hops_b.empty();
+      CHECK(a == b);
+      compared += !b.hops.empty();
     }
     CHECK(compared == static_cast<int>(pairs.size()));
     CHECK(prepared.segments_built() == built);  // routing after preparing built nothing new
@@ -335,17 +328,12 @@ TEST_CASE("lazily searched routes are the routes of a search that reads every li
     std::size_t compared = 0;
     for (std::uint64_t salt : {0u, 5u})
       for (auto [s, d] : pairs) {
-        auto copy = [](const RouteView& r) {
-          std::vector<std::pair<int, float>> hops;
-          for (const Hop& h : r.hops) hops.push_back({h.link, h.share});
-          return std::pair{hops, r.latency_s};
-        };
-        const auto a = copy(lazy.route(s, d, salt)), b = copy(eager.route(s, d, salt)),
-                   c = copy(prepared.route(s, d, salt));
+        const Route a = copy(lazy.route(s, d, salt)), b = copy(eager.route(s, d, salt)),
+                    c = copy(prepared.route(s, d, salt));
         CAPTURE(s, d, salt);
         CHECK(a == b);
         CHECK(c == b);
-        compared += !b.first.empty();
+        compared += !b.hops.empty();
       }
     CHECK(compared == 2 * pairs.size() - 2 * std::size_t(n));
   }
